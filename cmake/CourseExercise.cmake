@@ -1,0 +1,103 @@
+# course_add_exercise: one call per exercise folder makes everything it needs.
+#
+#   course_add_exercise(
+#     SOURCES    vector_add.cu          # the files you edit; each has a twin in solutions/
+#     TESTS      test_vector_add.cu     # GoogleTest sources, run against both versions
+#     BENCHMARKS bench_vector_add.cu    # Google Benchmark sources, built once
+#     LIBRARIES  CUDA::cublas)          # optional extra libraries
+#
+# The month, number and name come from the folder: month1/01_vector_add gives the id
+# m1_01_vector_add. For that id it creates
+#   m1_01_vector_add_exercise        library from month1/01_vector_add/<SOURCES>
+#   m1_01_vector_add_solution        library from solutions/month1/01_vector_add/<SOURCES>
+#   m1_01_vector_add_exercise_test   the TESTS linked to your version
+#   m1_01_vector_add_solution_test   the same TESTS linked to the reference solution
+#   m1_01_vector_add_bench           the BENCHMARKS, linked to both, so one run times both
+# Every GoogleTest case becomes a ctest test named
+#   <exercise|solution>/m1_01_vector_add/<Suite>.<Case>
+# with the labels month1, m1_01_vector_add, exercise|solution and gpu, so
+#   ctest -L exercise            grades your work
+#   ctest -L m1_01_vector_add    runs one exercise
+# A test that finds no GPU reports itself skipped (GTEST_SKIP), and ctest shows it as skipped.
+#
+# The two versions define the same functions. The build compiles each with COURSE_IMPL set
+# to `exercise` or `solution`, and the sources put their functions in namespace
+# course::COURSE_IMPL, so both can live in one benchmark binary (see common/include/course/impl.h).
+
+add_custom_target(course_exercises)   # everything `./course grade` needs
+add_custom_target(course_solutions)   # the reference solutions and their tests
+add_custom_target(course_benchmarks)  # every benchmark binary
+
+function(course_exercise_id out_id out_month out_tag)
+  file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT rel MATCHES "^month([0-9]+)/([0-9][0-9])_([a-z0-9_]+)$")
+    message(FATAL_ERROR "course_add_exercise: ${rel} is not a folder monthN/NN_name")
+  endif()
+  set(${out_id} "m${CMAKE_MATCH_1}_${CMAKE_MATCH_2}_${CMAKE_MATCH_3}" PARENT_SCOPE)
+  set(${out_month} "month${CMAKE_MATCH_1}" PARENT_SCOPE)
+  set(${out_tag} "m${CMAKE_MATCH_1}.${CMAKE_MATCH_2}" PARENT_SCOPE)
+endfunction()
+
+function(course_add_exercise)
+  cmake_parse_arguments(EX "" "" "SOURCES;TESTS;BENCHMARKS;LIBRARIES" ${ARGN})
+  if(NOT EX_SOURCES)
+    message(FATAL_ERROR "course_add_exercise: SOURCES is required")
+  endif()
+  course_exercise_id(id month tag)
+  file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${rel}")
+
+  foreach(impl exercise solution)
+    set(impl_sources "")
+    foreach(src IN LISTS EX_SOURCES)
+      if(impl STREQUAL "exercise")
+        list(APPEND impl_sources "${CMAKE_CURRENT_SOURCE_DIR}/${src}")
+      else()
+        if(NOT EXISTS "${solution_dir}/${src}")
+          message(FATAL_ERROR "${rel}/${src} has no solution twin at solutions/${rel}/${src}")
+        endif()
+        list(APPEND impl_sources "${solution_dir}/${src}")
+      endif()
+    endforeach()
+
+    set(lib ${id}_${impl})
+    add_library(${lib} STATIC ${impl_sources})
+    target_include_directories(${lib} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
+    target_compile_definitions(${lib} PRIVATE COURSE_IMPL=${impl})
+    target_link_libraries(${lib} PUBLIC course_common ${EX_LIBRARIES})
+    add_dependencies(course_${impl}s ${lib})
+
+    if(EX_TESTS)
+      add_executable(${lib}_test ${EX_TESTS})
+      target_link_libraries(${lib}_test PRIVATE ${lib} course_test_support)
+      target_compile_definitions(${lib}_test PRIVATE COURSE_IMPL=${impl})
+      add_dependencies(course_${impl}s ${lib}_test)
+      gtest_discover_tests(${lib}_test
+        TEST_PREFIX "${impl}/${id}/"
+        DISCOVERY_TIMEOUT 60
+        PROPERTIES
+          LABELS "${month};${id};${impl};gpu"
+          SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+          TIMEOUT 300)
+    endif()
+  endforeach()
+
+  if(EX_BENCHMARKS)
+    add_executable(${id}_bench ${EX_BENCHMARKS})
+    # The benchmark compares both versions, so it is built from neither's COURSE_IMPL.
+    target_link_libraries(${id}_bench PRIVATE ${id}_exercise ${id}_solution course_bench_support)
+    target_compile_definitions(${id}_bench PRIVATE COURSE_BENCHMARK_BUILD=1)
+    add_dependencies(course_benchmarks ${id}_bench)
+  endif()
+endfunction()
+
+# Every numbered folder under a month with a CMakeLists.txt is an exercise, in order.
+function(course_add_month_exercises)
+  file(GLOB children RELATIVE "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/[0-9][0-9]_*")
+  list(SORT children)
+  foreach(child IN LISTS children)
+    if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${child}/CMakeLists.txt")
+      add_subdirectory(${child})
+    endif()
+  endforeach()
+endfunction()
