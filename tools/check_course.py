@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The course checker: does every exercise hold together?
+
+Without a GPU (this runs in CI, as the ctest test course/check_structure):
+  - every exercise folder monthN/NN_name has a README.md and a CMakeLists.txt;
+  - its skeleton has at least one TODO(mN.NN...) tag for the learner;
+  - every skeleton file with a TODO has a solution twin at solutions/<same path>, and
+    no solution file still has a TODO;
+  - every solutions/ file mirrors a file of an exercise;
+  - every TODO tag in a skeleton is named in that exercise's tests, so a failing test
+    can point at the TODO to look at.
+With --gpu (on a machine with a GPU, after a build):
+  - every exercise's skeleton tests fail (the skeleton is not already a solution);
+  - every exercise's solution tests pass, and none is skipped.
+"""
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".h", ".py"}
+TODO_TAG = re.compile(r"TODO\((m\d+\.\d\d[a-z]?)\)")
+EXERCISE_DIR = re.compile(r"^month(\d+)/(\d\d)_([a-z0-9_]+)$")
+
+
+def exercises(root):
+    for month in sorted(root.glob("month[0-9]*")):
+        for folder in sorted(month.glob("[0-9][0-9]_*")):
+            if folder.is_dir():
+                yield folder
+
+
+def source_files(folder):
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
+
+
+def is_test_file(path):
+    return path.name.startswith("test_")
+
+
+def check_structure(root):
+    problems = []
+    exercise_files = set()
+    for folder in exercises(root):
+        rel = folder.relative_to(root).as_posix()
+        match = EXERCISE_DIR.match(rel)
+        if not match:
+            problems.append(f"{rel}: folder name should be monthN/NN_lower_case_name")
+            continue
+        tag_prefix = f"m{int(match.group(1))}.{match.group(2)}"
+        for required in ("README.md", "CMakeLists.txt"):
+            if not (folder / required).is_file():
+                problems.append(f"{rel}: missing {required}")
+        files = source_files(folder)
+        exercise_files.update(p.relative_to(root).as_posix() for p in files)
+        tags = set()
+        test_text = "".join(p.read_text(errors="replace") for p in files if is_test_file(p))
+        for path in files:
+            if is_test_file(path):
+                continue
+            found = set(TODO_TAG.findall(path.read_text(errors="replace")))
+            if not found:
+                continue
+            rel_file = path.relative_to(root).as_posix()
+            for tag in sorted(found):
+                if not tag.startswith(tag_prefix):
+                    problems.append(f"{rel_file}: TODO({tag}) does not belong to exercise {tag_prefix}")
+            tags |= found
+            twin = root / "solutions" / rel_file
+            if not twin.is_file():
+                problems.append(f"{rel_file}: has TODOs but no solution twin at solutions/{rel_file}")
+            elif TODO_TAG.search(twin.read_text(errors="replace")):
+                problems.append(f"solutions/{rel_file}: the solution still has a TODO")
+        if not tags:
+            problems.append(f"{rel}: the skeleton has no TODO({tag_prefix}...) left for the learner")
+        for tag in sorted(tags):
+            if f"TODO({tag})" not in test_text:
+                problems.append(f"{rel}: no test message names TODO({tag})")
+    solutions = root / "solutions"
+    if solutions.is_dir():
+        for path in source_files(solutions):
+            mirrored = path.relative_to(solutions).as_posix()
+            if mirrored not in exercise_files:
+                problems.append(f"solutions/{mirrored}: mirrors no exercise file {mirrored}")
+    return problems
+
+
+def exercise_id(root, folder):
+    match = EXERCISE_DIR.match(folder.relative_to(root).as_posix())
+    return f"m{int(match.group(1))}_{match.group(2)}_{match.group(3)}"
+
+
+def run_ctest(build_dir, name_regex):
+    result = subprocess.run(
+        ["ctest", "--test-dir", str(build_dir), "-R", name_regex],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return result.returncode, result.stdout
+
+
+def check_on_gpu(root, build_dir):
+    problems = []
+    for folder in exercises(root):
+        ex_id = exercise_id(root, folder)
+        code, output = run_ctest(build_dir, f"^exercise/{ex_id}/")
+        if "No tests were found" in output:
+            problems.append(f"{ex_id}: no skeleton tests registered")
+        elif code == 0:
+            problems.append(f"{ex_id}: the skeleton passes its tests; they should fail until the TODOs are done")
+        code, output = run_ctest(build_dir, f"^solution/{ex_id}/")
+        if "No tests were found" in output:
+            problems.append(f"{ex_id}: no solution tests registered")
+        elif code != 0:
+            problems.append(f"{ex_id}: the solution fails its tests:\n{output[-2000:]}")
+        elif "(Skipped)" in output:
+            problems.append(f"{ex_id}: some solution tests were skipped on a GPU machine")
+        print(f"checked {ex_id} on the GPU")
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--gpu", action="store_true", help="also run skeleton and solution tests")
+    parser.add_argument("--build-dir", type=Path, help="build folder for --gpu (default: <root>/build)")
+    args = parser.parse_args()
+    root = args.root.resolve()
+
+    problems = check_structure(root)
+    if args.gpu:
+        problems += check_on_gpu(root, (args.build_dir or root / "build").resolve())
+    for problem in problems:
+        print(f"course check: {problem}")
+    count = sum(1 for _ in exercises(root))
+    if problems:
+        print(f"course check: {len(problems)} problem(s) in {count} exercise(s)")
+        return 1
+    print(f"course check: {count} exercise(s) OK" + (" (skeletons fail, solutions pass on the GPU)" if args.gpu else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Runs the course's benchmarks and writes the measured results.
+
+For every benchmark program of the build (the *_bench executables, and the Python
+bench_*.py scripts of the exercises) it writes Google Benchmark JSON to
+docs/results/<gpu>/<name>.json, then docs/results/<gpu>/README.md with one table per
+benchmark: each row's time and rate, and ratios to the rows it is compared with
+(the library baseline, the previous step), all measured in the same run.
+
+Row names are <family>/<implementation>/<size...>, where the implementation is
+`exercise` (yours), `solution` (the reference), `step_<id>` (the previous step's
+solution), or a baseline such as `memcpy` or `cublas`.
+
+By default the learner's rows are left out (`--include-exercise` keeps them), so the
+committed results describe the reference solutions.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+# The first implementation found in a row group is the baseline its "% of" column uses.
+BASELINES = ("cublas", "memcpy", "cudnn", "torch")
+# Rows a "speedup" column compares against.
+PREVIOUS = re.compile(r"^(step_.*|unfused.*|eager.*)$")
+
+
+def gpu_slug(name):
+    slug = name.lower().replace("nvidia", "").strip()
+    slug = re.sub(r"[^a-z0-9]+", "-", slug).strip("-")
+    return slug or "unknown-gpu"
+
+
+def detect_gpu():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True)
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return None
+
+
+def find_cpp_benchmarks(build_dir, name_filter):
+    found = []
+    for path in sorted(build_dir.glob("month*/*/*_bench")):
+        if path.is_file() and os.access(path, os.X_OK) and (not name_filter or name_filter in path.name):
+            found.append(path)
+    return found
+
+
+def find_python_benchmarks(root, name_filter):
+    found = []
+    for path in sorted(root.glob("month*/*/bench_*.py")):
+        exercise = path.parent.name
+        if not name_filter or name_filter in path.parent.parent.name + exercise or name_filter in path.name:
+            found.append(path)
+    return found
+
+
+def split_name(name):
+    parts = name.split("/")
+    family = parts[0]
+    impl = parts[1] if len(parts) > 1 else ""
+    size = "/".join(p for p in parts[2:] if p not in ("manual_time", "real_time"))
+    return family, impl, size
+
+
+def rate(row):
+    for key in ("TFLOPS", "GBps"):
+        if key in row:
+            return key, float(row[key])
+    return None, None
+
+
+def fmt(value, digits=1):
+    return "" if value is None else f"{value:,.{digits}f}"
+
+
+def to_microseconds(row):
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[row.get("time_unit", "ns")]
+    return float(row["real_time"]) * scale
+
+
+def markdown_table(rows):
+    groups = {}
+    for row in rows:
+        if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
+            continue
+        family, impl, size = split_name(row["name"])
+        groups.setdefault((family, size), []).append((impl, row))
+    lines = []
+    for (family, size), members in groups.items():
+        impls = dict(members)
+        baseline = next((b for b in BASELINES for impl in impls if impl == b or impl.startswith(b + "_")), None)
+        baseline_row = next((r for impl, r in members if baseline and (impl == baseline or impl.startswith(baseline + "_"))), None)
+        previous = next(((impl, r) for impl, r in members if PREVIOUS.match(impl)), None)
+        if not lines:
+            lines.append("| benchmark | size | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |")
+            lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
+        for impl, row in members:
+            key, value = rate(row)
+            of_baseline = None
+            if baseline_row is not None and key is not None and rate(baseline_row)[0] == key:
+                of_baseline = 100.0 * value / rate(baseline_row)[1]
+            speedup = None
+            if previous is not None and impl in ("solution", "exercise"):
+                speedup = to_microseconds(previous[1]) / to_microseconds(row)
+            baseline_label = f"{fmt(of_baseline)}% of {baseline}" if of_baseline is not None else ""
+            speedup_label = f"{speedup:.2f}x over {previous[0]}" if speedup is not None else ""
+            lines.append(
+                f"| {family}/{impl} | {size} | {fmt(to_microseconds(row), 1)} | "
+                f"{fmt(row.get('GBps'), 0)} | {fmt(row.get('peak_pct'))} | {fmt(row.get('TFLOPS'), 2)} | "
+                f"{baseline_label} | {speedup_label} |")
+    return "\n".join(lines)
+
+
+def write_report(out_dir, gpu_name, results):
+    parts = [f"# Measured results: {gpu_name}", "",
+             "Written by `./course bench` (tools/run_benchmarks.py) from the JSON files beside this page;",
+             "do not edit by hand. Every ratio compares rows measured in the same run of the same program.",
+             "`% of peak` is the share of the theoretical DRAM bandwidth read from the device.", ""]
+    for name, data in results:
+        context = data.get("context", {})
+        parts.append(f"## {name}")
+        parts.append("")
+        details = [f"{k}: {context[k]}" for k in ("gpu", "sm_count", "peak_dram_gbps", "cuda_runtime", "date") if k in context]
+        if details:
+            parts.append("_" + "; ".join(details) + "_")
+            parts.append("")
+        parts.append(markdown_table(data.get("benchmarks", [])))
+        parts.append("")
+    (out_dir / "README.md").write_text("\n".join(parts))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--build-dir", type=Path, required=True)
+    parser.add_argument("--filter", default="", help="only benchmarks whose name contains this (e.g. m1_01)")
+    parser.add_argument("--include-exercise", action="store_true", help="also time your own kernels")
+    parser.add_argument("--gpu-name", help="override the GPU name used for the results folder")
+    parser.add_argument("--out-dir", type=Path, help="override docs/results/<gpu>/")
+    parser.add_argument("--report-only", action="store_true", help="rebuild README.md from the JSON files")
+    args = parser.parse_args()
+
+    gpu = args.gpu_name or detect_gpu()
+    if not gpu and not args.out_dir:
+        print("run_benchmarks: no NVIDIA GPU found (nvidia-smi); benchmarks need one.", file=sys.stderr)
+        return 2
+    out_dir = args.out_dir or args.root / "docs" / "results" / gpu_slug(gpu)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    failures = []
+    if not args.report_only:
+        exclude = [] if args.include_exercise else ["--benchmark_filter=-/exercise/"]
+        for binary in find_cpp_benchmarks(args.build_dir.resolve(), args.filter):
+            name = binary.name[: -len("_bench")]
+            out = out_dir / f"{name}.json"
+            print(f"== {binary.name}", flush=True)
+            code = subprocess.call([str(binary), f"--benchmark_out={out}", "--benchmark_out_format=json", *exclude])
+            if code != 0:
+                failures.append(f"{binary.name} exited with {code}")
+        for script in find_python_benchmarks(args.root, args.filter):
+            name = f"{script.parent.parent.name.replace('month', 'm')}_{script.parent.name}"
+            out = out_dir / f"{name}.json"
+            print(f"== {script.relative_to(args.root)}", flush=True)
+            code = subprocess.call([sys.executable, str(script), "--json", str(out)])
+            if code != 0:
+                failures.append(f"{script.name} exited with {code}")
+
+    results = []
+    for path in sorted(out_dir.glob("*.json")):
+        results.append((path.stem, json.loads(path.read_text())))
+    write_report(out_dir, gpu or out_dir.name, results)
+    print(f"run_benchmarks: wrote {out_dir.relative_to(args.root) if out_dir.is_relative_to(args.root) else out_dir}/README.md")
+    for failure in failures:
+        print(f"run_benchmarks: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
