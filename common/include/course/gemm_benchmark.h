@@ -1,0 +1,222 @@
+// The benchmark every month-2 GEMM step shares.
+//
+//   int main(int argc, char** argv) {
+//     course::bench::register_gemm_rows(
+//         "sgemm",
+//         {{"step_m2_02_coalesced_gemm", course::solution::coalesced_gemm},  // previous step
+//          {"solution", course::solution::tiled_gemm},
+//          {"exercise", course::exercise::tiled_gemm}},
+//         course::bench::gemm_benchmark_sizes(), /*include_cublas=*/true);
+//     return course::bench::run_benchmarks(argc, argv);
+//   }
+//
+// registers one row per implementation, named "<family>/<impl>/n:<n>", for square problems
+// M = N = K = n (alpha = 1, beta = 0). Row names the results report understands:
+//   <family>/cublas        cuBLAS SGEMM in float32 (no TF32): the baseline
+//   <family>/step_<id>     a previous step's reference solution, e.g. step_m2_02_coalesced_gemm
+//   <family>/solution      this step's reference solution
+//   <family>/exercise      your kernel
+// The cuBLAS row is registered first and the step_ rows next, so when a later row runs the
+// baselines of the same run are known and it gets two more counters:
+//   cublas_pct   TFLOPS as a percentage of the cuBLAS row at the same n
+//   speedup      time of the step_ row (the last one given) divided by this row's time
+//
+// Every row verifies before it times: C starts as NaN, the GEMM runs once, every element of
+// C must be finite, and every column of a sample of rows (gemm_sample_rows: one in each
+// block of 32 rows, plus the first and last two) must match a float64 CPU reference within
+// gemm_tolerance(fp32, n). A CPU reference of the whole 4096^3 product would take a minute
+// or more; the sampled rows cost a couple of seconds and are computed once per size, from
+// the same seeded inputs every row gets. Then it times with course::bench::measure (warm-up, L2 flushed
+// before every iteration, CUDA events) and reports TFLOPS.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "course/benchmark.h"
+#include "course/cublas_handle.h"
+#include "course/cuda_check.h"
+#include "course/device_buffer.h"
+#include "course/gemm.h"
+#include "course/random.h"
+#include "course/verify.h"
+
+namespace course::bench {
+
+// The square sizes the month-2 benchmarks time: 1024^3 is small enough that launch and
+// tail effects show; 4096^3 is the size the course's targets are quoted at.
+inline std::vector<int> gemm_benchmark_sizes() { return {1024, 2048, 4096}; }
+
+// The least DRAM traffic of C = A B (beta = 0): read A and B once, write C once.
+inline double gemm_min_bytes(const GemmShape& s) {
+  return 4.0 * (static_cast<double>(s.M) * s.K + static_cast<double>(s.K) * s.N +
+                static_cast<double>(s.M) * s.N);
+}
+
+// A multiply-add is two floating-point operations.
+inline double gemm_flops(const GemmShape& s) {
+  return 2.0 * static_cast<double>(s.M) * s.N * s.K;
+}
+
+namespace detail {
+
+// Inputs and the sampled reference for one size, made once and shared by every row.
+struct GemmBenchProblem {
+  GemmShape shape{};
+  std::vector<float> A, B;
+  std::vector<int> rows;          // the sampled rows of C
+  std::vector<double> reference;  // rows.size() x N
+};
+
+inline const GemmBenchProblem& gemm_bench_problem(int n) {
+  static std::map<int, std::unique_ptr<GemmBenchProblem>> cache;
+  auto& entry = cache[n];
+  if (!entry) {
+    auto problem = std::make_unique<GemmBenchProblem>();
+    problem->shape = GemmShape{n, n, n};
+    const std::size_t count = static_cast<std::size_t>(n) * n;
+    problem->A = random_uniform<float>(count, 1000 + n);
+    problem->B = random_uniform<float>(count, 2000 + n);
+    problem->rows = gemm_sample_rows(n);
+    problem->reference = reference_gemm_rows(problem->shape, 1.0f, problem->A, problem->B, 0.0f,
+                                             {}, problem->rows);
+    entry = std::move(problem);
+  }
+  return *entry;
+}
+
+// Returns an empty string when C (downloaded) passes, else what is wrong.
+inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std::vector<float>& C) {
+  const int N = p.shape.N;
+  for (std::size_t i = 0; i < C.size(); ++i) {
+    if (!std::isfinite(C[i])) {
+      return "C[" + std::to_string(i / N) + "][" + std::to_string(i % N) + "] is " +
+             (course::detail::is_poison(C[i]) ? "never written (still NaN)" : "inf or NaN");
+    }
+  }
+  const Tolerance tol = gemm_tolerance(Dtype::fp32, p.shape.K);
+  for (std::size_t r = 0; r < p.rows.size(); ++r) {
+    const std::size_t row = static_cast<std::size_t>(p.rows[r]);
+    const std::vector<float> got(C.begin() + row * N, C.begin() + (row + 1) * N);
+    const std::vector<double> want(p.reference.begin() + r * N, p.reference.begin() + (r + 1) * N);
+    const ::testing::AssertionResult check = verify(got, want, tol);
+    if (!check) {
+      return "row " + std::to_string(row) + " of C (the [indices] are columns): " +
+             check.message();
+    }
+  }
+  return "";
+}
+
+// TFLOPS of the baseline rows measured so far in this run: key (family/impl, n).
+inline std::map<std::pair<std::string, int>, double>& gemm_bench_results() {
+  static std::map<std::pair<std::string, int>, double> results;
+  return results;
+}
+
+// One row: verify, time, then add the ratio counters where the baselines ran.
+inline void run_gemm_row(benchmark::State& state, const std::string& family,
+                         const std::string& impl, const std::string& previous_step,
+                         const std::function<void(int, float, const float*, const float*, float,
+                                                  float*, cudaStream_t)>& square_gemm) {
+  try {
+    const int n = static_cast<int>(state.range(0));
+    const GemmBenchProblem& p = gemm_bench_problem(n);
+    auto A = DeviceBuffer<float>::from_host(p.A);
+    auto B = DeviceBuffer<float>::from_host(p.B);
+    DeviceBuffer<float> C(static_cast<std::size_t>(n) * n);
+    C.poison();
+
+    // Verify before timing: a fast wrong kernel is not a result.
+    square_gemm(n, 1.0f, A.data(), B.data(), 0.0f, C.data(), nullptr);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::string problem = check_gemm_bench_result(p, C.to_host());
+    if (!problem.empty()) return fail(state, "wrong result: " + problem);
+
+    measure(state, Work{gemm_min_bytes(p.shape), gemm_flops(p.shape)},
+            [&](cudaStream_t stream) {
+              square_gemm(n, 1.0f, A.data(), B.data(), 0.0f, C.data(), stream);
+            });
+
+    const auto tflops = state.counters.find("TFLOPS");
+    if (tflops == state.counters.end()) return;  // measure() failed and said why
+    const double mine = tflops->second.value;
+    auto& results = gemm_bench_results();
+    results[{family + "/" + impl, n}] = mine;
+    const auto cublas = results.find({family + "/cublas", n});
+    if (impl != "cublas" && cublas != results.end() && cublas->second > 0) {
+      state.counters["cublas_pct"] = 100.0 * mine / cublas->second;
+    }
+    const auto step = results.find({family + "/" + previous_step, n});
+    if (!previous_step.empty() && impl != previous_step && step != results.end() &&
+        step->second > 0) {
+      state.counters["speedup"] = mine / step->second;  // same flops: time ratio
+    }
+  } catch (const std::exception& error) {
+    fail(state, error.what());
+  }
+}
+
+}  // namespace detail
+
+// Registers "<family>/cublas" (when include_cublas) and then one row per (impl, function)
+// pair, in the order given, each for every n in `sizes`. See the top of this file.
+inline void register_gemm_rows(const std::string& family,
+                               std::vector<std::pair<std::string, GemmFn>> rows,
+                               std::vector<int> sizes, bool include_cublas) {
+  // The previous step: the last step_ row given.
+  std::string previous_step;
+  for (const auto& row : rows) {
+    if (row.first.rfind("step_", 0) == 0) previous_step = row.first;
+  }
+  // Baselines first, so the later rows can be compared with them.
+  std::stable_partition(rows.begin(), rows.end(),
+                        [](const auto& row) { return row.first.rfind("step_", 0) == 0; });
+
+  std::vector<benchmark::internal::Benchmark*> registered;
+  if (include_cublas) {
+    registered.push_back(benchmark::RegisterBenchmark(
+        (family + "/cublas").c_str(), [family, previous_step](benchmark::State& state) {
+          CublasHandle cublas;
+          detail::run_gemm_row(state, family, "cublas", previous_step,
+                               [&](int n, float alpha, const float* A, const float* B, float beta,
+                                   float* C, cudaStream_t stream) {
+                                 cublas_sgemm_row_major(cublas.get(), n, n, n, alpha, A, B, beta,
+                                                        C, stream);
+                               });
+        }));
+  }
+  for (const auto& [impl, gemm] : rows) {
+    registered.push_back(benchmark::RegisterBenchmark(
+        (family + "/" + impl).c_str(),
+        [family, impl = impl, gemm = gemm, previous_step](benchmark::State& state) {
+          detail::run_gemm_row(state, family, impl, previous_step,
+                               [gemm](int n, float alpha, const float* A, const float* B,
+                                      float beta, float* C, cudaStream_t stream) {
+                                 gemm(n, n, n, alpha, A, B, beta, C, stream);
+                               });
+        }));
+  }
+  for (auto* row : registered) {
+    row->ArgName("n")->UseManualTime()->Unit(benchmark::kMillisecond);
+    for (int n : sizes) row->Arg(n);
+  }
+}
+
+}  // namespace course::bench
+
+namespace course {
+// Also reachable as course::register_gemm_rows.
+using bench::register_gemm_rows;
+}  // namespace course
