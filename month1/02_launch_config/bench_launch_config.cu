@@ -1,0 +1,131 @@
+// Benchmark for exercise m1.02: what do the block size and float4 do to bandwidth?
+//
+// Vector add moves 12 bytes per addition (read a[i] and b[i], write c[i]), so its time is
+// the time to move bytes. Rows, per size n (floats):
+//   vector_add/memcpy/n:...                  cudaMemcpy device to device: the practical ceiling
+//   vector_add/step_m1_01_vector_add/n:...   the previous step's reference (4 floats per thread)
+//   vector_add/solution/n:...                the reference float4 kernel
+//   vector_add/exercise/n:...                your float4 kernel
+//   vector_add_grid_stride/solution/n:.../threads:...   the reference grid-stride kernel,
+//                                                       block sizes 32 to 1024
+//   vector_add_grid_stride/exercise/n:.../threads:...   yours, same sweep
+// Compare GBps between rows; peak_pct is the share of the theoretical DRAM bandwidth.
+// Only the sweep of the reference: --benchmark_filter='grid_stride/solution'.
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "course/benchmark.h"
+#include "course/device_buffer.h"
+#include "course/random.h"
+#include "course/verify.h"
+#include "launch_config.h"
+#include "vector_add.h"  // the previous step, m1.01
+
+namespace {
+
+// Inputs and the float64 reference for one n, made once and shared by every row of that
+// size (at 2^28 floats, making them takes seconds).
+struct Inputs {
+  std::vector<double> expected;
+  course::DeviceBuffer<float> a;
+  course::DeviceBuffer<float> b;
+};
+
+const Inputs& inputs_for(std::int64_t n) {
+  static std::map<std::int64_t, std::unique_ptr<Inputs>> cache;
+  auto& slot = cache[n];
+  if (!slot) {
+    const auto a = course::random_uniform<float>(n, 1);
+    const auto b = course::random_uniform<float>(n, 2);
+    slot = std::make_unique<Inputs>();
+    slot->expected.resize(n);
+    for (std::int64_t i = 0; i < n; ++i) slot->expected[i] = static_cast<double>(a[i]) + b[i];
+    slot->a = course::DeviceBuffer<float>::from_host(a);
+    slot->b = course::DeviceBuffer<float>::from_host(b);
+  }
+  return *slot;
+}
+
+using Launch = std::function<void(const float*, const float*, float*, std::int64_t, cudaStream_t)>;
+
+void run_row(benchmark::State& state, std::int64_t n, const Launch& launch) {
+  try {
+    const Inputs& inputs = inputs_for(n);
+    course::DeviceBuffer<float> c(n);
+    c.poison();
+
+    // Verify before timing: a fast wrong kernel is not a result.
+    launch(inputs.a.data(), inputs.b.data(), c.data(), n, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto check =
+        course::verify(c.to_host(), inputs.expected, course::tolerance_for(course::Dtype::fp32));
+    if (!check) return course::bench::fail(state, "wrong result: " + std::string(check.message()));
+
+    const double bytes = 3.0 * static_cast<double>(n) * sizeof(float);
+    course::bench::measure(state, course::bench::Work{bytes}, [&](cudaStream_t stream) {
+      launch(inputs.a.data(), inputs.b.data(), c.data(), n, stream);
+    });
+  } catch (const std::exception& error) {
+    course::bench::fail(state, error.what());
+  }
+}
+
+using GridStrideFn = void (*)(const float*, const float*, float*, std::int64_t, int, int,
+                              cudaStream_t);
+// vector_add_float4, and m1.01's vector_add: the same signature.
+using VectorAddFn = void (*)(const float*, const float*, float*, std::int64_t, cudaStream_t);
+
+template <GridStrideFn vector_add_grid_stride>
+void bm_grid_stride(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  run_row(
+      state, n,
+      [threads](const float* a, const float* b, float* c, std::int64_t count, cudaStream_t stream) {
+        vector_add_grid_stride(a, b, c, count, threads, 0, stream);
+      });
+}
+
+template <VectorAddFn vector_add>
+void bm_vector_add(benchmark::State& state) {
+  run_row(state, state.range(0), vector_add);
+}
+
+// 2^26 floats (256 MiB per array) and 2^28 (1 GiB per array): far larger than the L2 cache,
+// so every byte comes from DRAM.
+const std::vector<std::int64_t> kSizes = {1 << 26, 1 << 28};
+const std::vector<std::int64_t> kBlockSizes = {32, 64, 128, 256, 512, 1024};
+
+void register_rows() {
+  course::bench::register_memcpy_baseline("vector_add/memcpy", kSizes);
+  for (auto* row :
+       {benchmark::RegisterBenchmark("vector_add/step_m1_01_vector_add",
+                                     bm_vector_add<course::solution::vector_add>),
+        benchmark::RegisterBenchmark("vector_add/solution",
+                                     bm_vector_add<course::solution::vector_add_float4>),
+        benchmark::RegisterBenchmark("vector_add/exercise",
+                                     bm_vector_add<course::exercise::vector_add_float4>)}) {
+    row->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
+    for (std::int64_t n : kSizes) row->Arg(n);
+  }
+  for (auto* row :
+       {benchmark::RegisterBenchmark("vector_add_grid_stride/solution",
+                                     bm_grid_stride<course::solution::vector_add_grid_stride>),
+        benchmark::RegisterBenchmark("vector_add_grid_stride/exercise",
+                                     bm_grid_stride<course::exercise::vector_add_grid_stride>)}) {
+    row->ArgNames({"n", "threads"})->ArgsProduct({kSizes, kBlockSizes});
+    row->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_rows();
+  return course::bench::run_benchmarks(argc, argv);
+}
