@@ -5,11 +5,25 @@
 #   googletest, libgtest-dev, libgmock-dev   GoogleTest (tests)
 #   libbenchmark-dev     Google Benchmark (benchmarks)
 #   python3              the course checker and the results tables
+#   python3-torch, libtorch-dev   PyTorch (CPU build) and its C++ headers, for the extension
+#                        exercises' Python tests (m1.05); a GPU machine brings its own CUDA PyTorch
+#   ninja-build          torch.utils.cpp_extension.load builds extensions with ninja
+#   python3-pytest       runs those tests (unittest is the fallback without it)
+#   cuobjdump, nvdisasm  read compiled GPU machine code (the SASS checks, e.g. m2.05's 128-bit
+#                        loads). They come with the full CUDA toolkit; where it lacks them,
+#                        NVIDIA's pip packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm do.
 set -euo pipefail
 
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
-packages=(cmake g++ make googletest libgtest-dev libgmock-dev libbenchmark-dev python3)
+packages=(cmake g++ make googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+          python3-torch libtorch-dev ninja-build python3-pytest)
 $SUDO apt-get update
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
+
+if ! command -v cuobjdump >/dev/null 2>&1 && [[ ! -x /usr/local/cuda/bin/cuobjdump ]]; then
+  python3 -m pip install --quiet nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm ||
+    echo "install-deps: could not install cuobjdump with pip; the SASS checks will report" \
+         "themselves skipped" >&2
+fi

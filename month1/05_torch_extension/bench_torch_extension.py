@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Benchmark for exercise m1.05: the extension's operators against PyTorch's own.
+
+Rows, named like the C++ benchmarks' (<family>/<implementation>/<size>):
+  vector_add/solution/n:67108864            the reference extension's vector_add
+  vector_add/exercise/n:67108864            yours (with --include-exercise)
+  vector_add/torch/n:67108864               torch.add(a, b): the baseline
+  fused_gelu/solution/rows:16384/cols:4096  the reference extension's fused_gelu
+  fused_gelu/exercise/...                   yours (with --include-exercise)
+  fused_gelu/eager/...                      F.gelu(x * w + b) in eager PyTorch: three kernels
+  fused_gelu/torch_compile/...              the same chain fused by torch.compile (--compile)
+
+Every row is checked against PyTorch before it is timed; a wrong row is reported as an
+error and the program exits with status 1. Times are the median over --iterations runs,
+each between two CUDA events, after --warmup runs, with the L2 cache flushed before each
+run (so every run reads from DRAM). GBps is the fewest bytes the operation must move
+(vector_add: read a and b, write c; fused_gelu: read x, write y) over the time, so GB/s
+compare like with like, also for the eager chain, which moves three times as much.
+
+  python3 month1/05_torch_extension/bench_torch_extension.py --include-exercise
+  python3 month1/05_torch_extension/bench_torch_extension.py --json results.json
+
+--json writes Google Benchmark's JSON format, which ./course bench collects.
+Exits with status 2 and a one-line explanation when there is no CUDA GPU.
+"""
+import argparse
+import datetime
+import json
+import os
+import socket
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import load_extension  # noqa: E402  (after the path is set)
+
+PROGRAM = os.path.basename(__file__)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
+    parser.add_argument("--include-exercise", action="store_true", help="also time your version")
+    parser.add_argument("--compile", action="store_true", help="add a torch.compile row for fused_gelu")
+    parser.add_argument("--n", type=int, default=1 << 26, help="vector_add elements (default 2^26)")
+    parser.add_argument("--rows", type=int, default=16384, help="fused_gelu rows (default 16384)")
+    parser.add_argument("--cols", type=int, default=4096, help="fused_gelu columns (default 4096)")
+    parser.add_argument("--iterations", type=int, default=100, help="timed runs per row (default 100)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
+    parser.add_argument("--no-flush-l2", action="store_true", help="do not flush the L2 cache between runs")
+    return parser.parse_args()
+
+
+def device_facts():
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    facts = {
+        "gpu": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+    }
+    l2 = getattr(props, "L2_cache_size", 0)
+    if l2:
+        facts["l2_cache_bytes"] = l2
+    # Theoretical DRAM bandwidth: 2 transfers per clock x memory clock x bus width. Recent
+    # PyTorch versions report both; older ones do not, and then there is no peak_pct.
+    clock_khz = getattr(props, "memory_clock_rate", 0)
+    bus_bits = getattr(props, "memory_bus_width", 0)
+    if clock_khz and bus_bits:
+        facts["peak_dram_gbps"] = round(2.0 * clock_khz * 1e3 * bus_bits / 8 / 1e9, 1)
+    return facts
+
+
+class Timer:
+    def __init__(self, iterations, warmup, l2_bytes):
+        self.iterations = iterations
+        self.warmup = warmup
+        # Writing a buffer twice the L2's size evicts what the previous run left there.
+        self.flush_buffer = (torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
+                             if l2_bytes else None)
+
+    def median_ms(self, run):
+        for _ in range(self.warmup):
+            run()
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.iterations)]
+        stops = [torch.cuda.Event(enable_timing=True) for _ in range(self.iterations)]
+        for start, stop in zip(starts, stops):
+            if self.flush_buffer is not None:
+                # Also keeps the GPU busy while the host reaches the next launch, so the
+                # time between the events is the kernel's, not the launch overhead's.
+                self.flush_buffer.zero_()
+            start.record()
+            run()
+            stop.record()
+        torch.cuda.synchronize()
+        return statistics.median(start.elapsed_time(stop) for start, stop in zip(starts, stops))
+
+
+def first_line(error):
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def measure(rows, timer, name, run, expected, bytes_moved):
+    """Checks run() against `expected`, then times it; appends one row."""
+    try:
+        torch.testing.assert_close(run(), expected)
+    except Exception as error:  # wrong result, missing operator, ...
+        rows.append({"name": name, "error": f"wrong result or failed call: {first_line(error)}"})
+        return
+    try:
+        milliseconds = timer.median_ms(run)
+    except Exception as error:
+        rows.append({"name": name, "error": f"failed while timed: {first_line(error)}"})
+        return
+    rows.append({"name": name, "ms": milliseconds, "GBps": bytes_moved / (milliseconds * 1e-3) / 1e9})
+
+
+def load(impl, rows, names):
+    try:
+        return load_extension.load_ops(impl)
+    except Exception as error:
+        for name in names:
+            rows.append({"name": name, "error": f"the {impl} extension did not load: {first_line(error)}"})
+        return None
+
+
+def bench_vector_add(rows, args, timer, impls):
+    n = args.n
+    size = f"n:{n}"
+    a = torch.rand(n, device="cuda") * 4 - 2
+    b = torch.rand(n, device="cuda") * 4 - 2
+    expected = torch.add(a, b)
+    bytes_moved = 3.0 * 4 * n  # read a and b, write c
+    measure(rows, timer, f"vector_add/torch/{size}", lambda: torch.add(a, b), expected, bytes_moved)
+    for impl in impls:
+        name = f"vector_add/{impl}/{size}"
+        ops = load(impl, rows, [name])
+        if ops is not None:
+            measure(rows, timer, name, lambda: ops.vector_add(a, b), expected, bytes_moved)
+
+
+def bench_fused_gelu(rows, args, timer, impls):
+    size = f"rows:{args.rows}/cols:{args.cols}"
+    x = torch.rand(args.rows, args.cols, device="cuda") * 4 - 2
+    w = torch.rand(args.cols, device="cuda") * 4 - 2
+    bias = torch.rand(args.cols, device="cuda") * 2 - 1
+    eager = lambda: F.gelu(x * w + bias)  # noqa: E731
+    expected = eager()
+    bytes_moved = 2.0 * 4 * x.numel() + 2.0 * 4 * args.cols  # read x, w, b; write y
+    measure(rows, timer, f"fused_gelu/eager/{size}", eager, expected, bytes_moved)
+    if args.compile:
+        name = f"fused_gelu/torch_compile/{size}"
+        try:
+            compiled = torch.compile(lambda x, w, b: F.gelu(x * w + b))
+            measure(rows, timer, name, lambda: compiled(x, w, bias), expected, bytes_moved)
+        except Exception as error:
+            rows.append({"name": name, "error": f"torch.compile failed: {first_line(error)}"})
+    for impl in impls:
+        name = f"fused_gelu/{impl}/{size}"
+        ops = load(impl, rows, [name])
+        if ops is not None:
+            measure(rows, timer, name, lambda: ops.fused_gelu(x, w, bias), expected, bytes_moved)
+
+
+def run_benchmarks(args, timer):
+    impls = ["solution"] + (["exercise"] if args.include_exercise else [])
+    rows = []
+    bench_vector_add(rows, args, timer, impls)  # its tensors are freed on return
+    bench_fused_gelu(rows, args, timer, impls)
+    return rows
+
+
+def print_table(rows, facts, args):
+    flush = "L2 flushed" if not args.no_flush_l2 else "L2 not flushed"
+    print(f"{facts['gpu']} ({facts['sm_count']} SMs), torch {facts['torch']}, CUDA {facts['cuda_runtime']}; "
+          f"median of {args.iterations} runs after {args.warmup} warm-up runs, {flush}")
+    peak = facts.get("peak_dram_gbps")
+    baselines = {}
+    for row in rows:
+        family, impl = row["name"].split("/")[:2]
+        if impl in ("torch", "eager") and "ms" in row:
+            baselines[family] = (impl, row["ms"])
+    print(f"{'row':<48} {'time (us)':>10} {'GB/s':>8} {'% of peak':>10}  vs PyTorch")
+    for row in rows:
+        if "error" in row:
+            print(f"{row['name']:<48} ERROR: {row['error']}")
+            continue
+        family = row["name"].split("/")[0]
+        baseline = baselines.get(family)
+        ratio = f"{baseline[1] / row['ms']:.2f}x the speed of {baseline[0]}" if baseline else ""
+        peak_pct = f"{100.0 * row['GBps'] / peak:.1f}" if peak else "-"
+        print(f"{row['name']:<48} {row['ms'] * 1e3:>10.1f} {row['GBps']:>8.0f} {peak_pct:>10}  {ratio}")
+    # The goal of the reference solution: vector_add within 10% of torch.add.
+    for row in rows:
+        family, impl = row["name"].split("/")[:2]
+        if family == "vector_add" and impl != "torch" and "ms" in row and family in baselines:
+            speed = baselines[family][1] / row["ms"]
+            verdict = "met" if speed >= 0.9 else "not met"
+            print(f"{family}/{impl}: {speed:.2f}x the speed of torch.add "
+                  f"(goal: within 10%, at least 0.90x): {verdict}")
+
+
+def write_json(path, rows, facts, args):
+    context = dict(facts)
+    context.update({
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(),
+        "executable": os.path.abspath(__file__),
+        "timing": f"median of {args.iterations} runs between CUDA events, after {args.warmup} "
+                  f"warm-up runs, {'without' if args.no_flush_l2 else 'with'} an L2 flush before each",
+        "library_build_type": "release",
+    })
+    benchmarks = []
+    for index, row in enumerate(rows):
+        entry = {
+            "name": row["name"], "run_name": row["name"], "run_type": "iteration",
+            "family_index": index, "per_family_instance_index": 0,
+            "repetitions": 1, "repetition_index": 0, "threads": 1,
+            "time_unit": "us",
+        }
+        if "error" in row:
+            entry.update({"error_occurred": True, "error_message": row["error"],
+                          "iterations": 0, "real_time": 0.0, "cpu_time": 0.0})
+        else:
+            entry.update({"iterations": args.iterations, "real_time": row["ms"] * 1e3,
+                          "cpu_time": row["ms"] * 1e3, "GBps": row["GBps"]})
+            if "peak_dram_gbps" in facts:
+                entry["peak_pct"] = 100.0 * row["GBps"] / facts["peak_dram_gbps"]
+        benchmarks.append(entry)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, "w") as out:
+        json.dump({"context": context, "benchmarks": benchmarks}, out, indent=2)
+        out.write("\n")
+
+
+def main():
+    args = parse_args()
+    ok, why = load_extension.cuda_status()
+    if not ok:
+        print(f"{PROGRAM}: no CUDA GPU to benchmark on ({why}); benchmarks need one.", file=sys.stderr)
+        return 2
+    facts = device_facts()
+    timer = Timer(args.iterations, args.warmup, 0 if args.no_flush_l2 else facts.get("l2_cache_bytes", 64 << 20))
+    rows = run_benchmarks(args, timer)
+    print_table(rows, facts, args)
+    if args.json:
+        write_json(args.json, rows, facts, args)
+        print(f"{PROGRAM}: wrote {args.json}")
+    failed = [row["name"] for row in rows if "error" in row]
+    if failed:
+        print(f"{PROGRAM}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
