@@ -51,11 +51,15 @@ def find_cpp_benchmarks(build_dir, name_filter):
     return found
 
 
+def python_benchmark_id(script):
+    """month1/05_torch_extension/bench_x.py -> m1_05_torch_extension, like the C++ ids."""
+    return f"{script.parent.parent.name.replace('month', 'm')}_{script.parent.name}"
+
+
 def find_python_benchmarks(root, name_filter):
     found = []
     for path in sorted(root.glob("month*/*/bench_*.py")):
-        exercise = path.parent.name
-        if not name_filter or name_filter in path.parent.parent.name + exercise or name_filter in path.name:
+        if not name_filter or name_filter in python_benchmark_id(path):
             found.append(path)
     return found
 
@@ -164,8 +168,7 @@ def main():
             if code != 0:
                 failures.append(f"{binary.name} exited with {code}")
         for script in find_python_benchmarks(args.root, args.filter):
-            name = f"{script.parent.parent.name.replace('month', 'm')}_{script.parent.name}"
-            out = out_dir / f"{name}.json"
+            out = out_dir / f"{python_benchmark_id(script)}.json"
             print(f"== {script.relative_to(args.root)}", flush=True)
             code = subprocess.call([sys.executable, str(script), "--json", str(out)])
             if code != 0:

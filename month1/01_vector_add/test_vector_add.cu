@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <exception>
+#include <string>
 #include <vector>
 
 #include "course/testing.h"
@@ -81,15 +83,43 @@ TEST_F(VectorAddArgumentsTest, RunsOnTheGivenStream) {
   course::DeviceBuffer<float> device_c(n);
   device_c.poison();
 
+  // The copies and the memset above ran on the default stream, which a non-blocking
+  // stream does not wait for: finish them first.
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  // Record the call into a CUDA graph instead of running it: in capture mode, work queued
+  // on `stream` becomes graph nodes, and work sent to the default stream is an error. So
+  // an empty graph, or an error, means the launch did not go to `stream`.
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  course::impl::vector_add(device_a.data(), device_b.data(), device_c.data(), n, stream);
-  // Waiting on this stream alone must be enough: the work belongs to it.
-  const cudaError_t synced = cudaStreamSynchronize(stream);
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  std::string launch_error;
+  try {
+    course::impl::vector_add(device_a.data(), device_b.data(), device_c.data(), n, stream);
+  } catch (const std::exception& error) {
+    launch_error = error.what();
+  }
+  const cudaError_t captured = cudaStreamEndCapture(stream, &graph);
+  cudaGetLastError();  // a failed capture leaves an error behind; it is reported below
+  std::size_t nodes = 0;
+  if (captured == cudaSuccess) CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  if (captured == cudaSuccess && launch_error.empty() && nodes > 0) {
+    cudaGraphExec_t runnable = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&runnable, graph, 0));
+    CUDA_CHECK(cudaGraphLaunch(runnable, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaGraphExecDestroy(runnable);
+  }
+  if (graph != nullptr) cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
-  CUDA_CHECK(synced);
+
+  ASSERT_TRUE(launch_error.empty() && captured == cudaSuccess && nodes > 0)
+      << "vector_add did not queue its kernel on the stream it was given ("
+      << (launch_error.empty() ? cudaGetErrorString(captured) : launch_error) << ", " << nodes
+      << " graph nodes). " << kHint << " (launch on `stream`, the fourth launch parameter)";
   EXPECT_TRUE(course::verify(device_c.to_host(), expected, course::tolerance_for(course::Dtype::fp32)))
-      << kHint << " (launch on `stream`, the fourth launch parameter)";
+      << kHint;
 }
 
 }  // namespace
