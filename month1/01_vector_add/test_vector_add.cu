@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <exception>
-#include <string>
 #include <vector>
 
 #include "course/testing.h"
@@ -83,41 +81,9 @@ TEST_F(VectorAddArgumentsTest, RunsOnTheGivenStream) {
   course::DeviceBuffer<float> device_c(n);
   device_c.poison();
 
-  // The copies and the memset above ran on the default stream, which a non-blocking
-  // stream does not wait for: finish them first.
-  CUDA_CHECK(cudaDeviceSynchronize());
-
-  // Record the call into a CUDA graph instead of running it: in capture mode, work queued
-  // on `stream` becomes graph nodes, and work sent to the default stream is an error. So
-  // an empty graph, or an error, means the launch did not go to `stream`.
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  std::string launch_error;
-  try {
+  EXPECT_TRUE(course::runs_on_given_stream([&](cudaStream_t stream) {
     course::impl::vector_add(device_a.data(), device_b.data(), device_c.data(), n, stream);
-  } catch (const std::exception& error) {
-    launch_error = error.what();
-  }
-  const cudaError_t captured = cudaStreamEndCapture(stream, &graph);
-  cudaGetLastError();  // a failed capture leaves an error behind; it is reported below
-  std::size_t nodes = 0;
-  if (captured == cudaSuccess) CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
-  if (captured == cudaSuccess && launch_error.empty() && nodes > 0) {
-    cudaGraphExec_t runnable = nullptr;
-    CUDA_CHECK(cudaGraphInstantiate(&runnable, graph, 0));
-    CUDA_CHECK(cudaGraphLaunch(runnable, stream));
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    cudaGraphExecDestroy(runnable);
-  }
-  if (graph != nullptr) cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-
-  ASSERT_TRUE(launch_error.empty() && captured == cudaSuccess && nodes > 0)
-      << "vector_add did not queue its kernel on the stream it was given ("
-      << (launch_error.empty() ? cudaGetErrorString(captured) : launch_error) << ", " << nodes
-      << " graph nodes). " << kHint << " (launch on `stream`, the fourth launch parameter)";
+  })) << kHint << " (launch on `stream`, the fourth launch parameter)";
   EXPECT_TRUE(course::verify(device_c.to_host(), expected, course::tolerance_for(course::Dtype::fp32)))
       << kHint;
 }

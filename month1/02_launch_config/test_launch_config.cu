@@ -296,13 +296,9 @@ TEST_F(LaunchConfigArgumentsTest, Float4RunsOnTheGivenStream) {
   course::DeviceBuffer<float> device_c(n);
   device_c.poison();
 
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  course::impl::vector_add_float4(device_a.data(), device_b.data(), device_c.data(), n, stream);
-  // Waiting on this stream alone must be enough: the work belongs to it.
-  const cudaError_t synced = cudaStreamSynchronize(stream);
-  cudaStreamDestroy(stream);
-  CUDA_CHECK(synced);
+  EXPECT_TRUE(course::runs_on_given_stream([&](cudaStream_t stream) {
+    course::impl::vector_add_float4(device_a.data(), device_b.data(), device_c.data(), n, stream);
+  })) << kFloat4Hint << " (launch on `stream`, the fourth launch parameter)";
   EXPECT_TRUE(
       course::verify(device_c.to_host(), expected, course::tolerance_for(course::Dtype::fp32)))
       << kFloat4Hint << " (launch on `stream`, the fourth launch parameter)";

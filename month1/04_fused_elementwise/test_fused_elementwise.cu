@@ -215,14 +215,10 @@ TEST_F(AffineGeluArgumentsTest, RunsOnTheGivenStream) {
   course::DeviceBuffer<float> device_y(rows * cols);
   device_y.poison();
 
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  course::impl::affine_gelu(device_x.data(), device_w.data(), device_b.data(), device_y.data(),
-                            rows, cols, stream);
-  // Waiting on this stream alone must be enough: the work belongs to it.
-  const cudaError_t synced = cudaStreamSynchronize(stream);
-  cudaStreamDestroy(stream);
-  CUDA_CHECK(synced);
+  EXPECT_TRUE(course::runs_on_given_stream([&](cudaStream_t stream) {
+    course::impl::affine_gelu(device_x.data(), device_w.data(), device_b.data(), device_y.data(),
+                              rows, cols, stream);
+  })) << kFusedHint << " (launch on `stream`, the fourth launch parameter)";
   EXPECT_TRUE(
       course::verify(device_y.to_host(), expected, course::tolerance_for(course::Dtype::fp32)))
       << kFusedHint << " (launch on `stream`, the fourth launch parameter)";

@@ -172,13 +172,9 @@ TEST_P(TransposeArgumentsTest, RunsOnTheGivenStream) {
   course::DeviceBuffer<float> device_out(n);
   device_out.poison();
 
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  variant.transpose(device_in.data(), device_out.data(), rows, cols, stream);
-  // Waiting on this stream alone must be enough: the work belongs to it.
-  const cudaError_t synced = cudaStreamSynchronize(stream);
-  cudaStreamDestroy(stream);
-  CUDA_CHECK(synced);
+  EXPECT_TRUE(course::runs_on_given_stream([&](cudaStream_t stream) {
+    variant.transpose(device_in.data(), device_out.data(), rows, cols, stream);
+  })) << variant.hint << " (launch on `stream`, the fourth launch parameter)";
   EXPECT_TRUE(course::verify(device_out.to_host(), reference_transpose(in, rows, cols), kExact))
       << variant.hint << " (launch on `stream`, the fourth launch parameter)";
 }

@@ -48,6 +48,7 @@
 #include "course/device_buffer.h"
 #include "course/gemm.h"
 #include "course/random.h"
+#include "course/testing.h"
 #include "course/verify.h"
 
 namespace course {
@@ -315,52 +316,13 @@ inline void expect_gemm_runs_on_stream(GemmFn gemm, const char* hint) {
   auto device_b = DeviceBuffer<float>::from_host(B);
   DeviceBuffer<float> device_c(MN);
   device_c.poison();
-  // The copies and the memset above run on the default stream; the non-blocking stream
-  // below would not wait for them.
-  CUDA_CHECK(cudaDeviceSynchronize());
-
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  std::string failure;
-  try {
-    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      gemm(shape.M, shape.N, shape.K, 1.0f, device_a.data(), device_b.data(), 0.0f,
-           device_c.data(), stream);
-    } catch (const std::exception& error) {
-      failure = std::string("the GEMM failed while its stream was being captured: ") +
-                error.what() + " (a launcher must not synchronize or allocate; it only queues "
-                "work on `stream`)";
-    }
-    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-    if (failure.empty() && ended != cudaSuccess) {
-      failure = std::string("capturing the stream failed: ") + cudaGetErrorString(ended);
-    }
-    cudaGetLastError();  // a failed capture leaves an error behind; it is reported above
-    std::size_t nodes = 0;
-    if (failure.empty()) {
-      CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
-      if (nodes == 0) {
-        failure = "nothing was queued on `stream`: launch the kernel with "
-                  "<<<grid, block, 0, stream>>>";
-      }
-    }
-    if (failure.empty()) {
-      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      CUDA_CHECK(cudaStreamSynchronize(stream));
-    }
-  } catch (const std::exception& error) {
-    failure = error.what();
-  }
-  if (exec != nullptr) cudaGraphExecDestroy(exec);
-  if (graph != nullptr) cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  CUDA_CHECK(cudaDeviceSynchronize());  // a kernel that ran on another stream is finished now
-  if (!failure.empty()) {
-    ADD_FAILURE() << "M x N x K = " << to_string(shape) << ": " << failure << "\n" << hint;
+  const ::testing::AssertionResult on_stream = runs_on_given_stream([&](cudaStream_t stream) {
+    gemm(shape.M, shape.N, shape.K, 1.0f, device_a.data(), device_b.data(), 0.0f,
+         device_c.data(), stream);
+  });
+  if (!on_stream) {
+    ADD_FAILURE() << "M x N x K = " << to_string(shape) << ": "
+                  << on_stream.message() << "\n" << hint;
     return;
   }
   EXPECT_TRUE(verify(device_c.to_host(), expected, gemm_tolerance(Dtype::fp32, shape.K)))

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 #include "course/cuda_check.h"
@@ -26,5 +27,19 @@ class GpuTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 };
+
+// Checks that `launch(stream)` queues its work on the stream it is given, and runs it.
+//
+// It first waits for the whole GPU (so copies and memsets made on the default stream are
+// done), then calls launch(stream) on a new non-blocking stream while that stream is being
+// captured into a CUDA graph: work queued on `stream` becomes graph nodes, work sent to the
+// default stream is an error during a capture, and a launcher that queued nothing leaves an
+// empty graph. If all is well the graph is run and waited for, so the caller can check the
+// output next; otherwise the failure says which of those went wrong.
+//
+//   EXPECT_TRUE(course::runs_on_given_stream([&](cudaStream_t stream) {
+//     impl::vector_add(a.data(), b.data(), c.data(), n, stream);
+//   })) << kHint;
+::testing::AssertionResult runs_on_given_stream(const std::function<void(cudaStream_t)>& launch);
 
 }  // namespace course
