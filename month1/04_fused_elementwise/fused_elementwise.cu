@@ -30,19 +30,6 @@ __device__ __forceinline__ float gelu(float v) {
   return 0.5f * v * (1.0f + erff(v * kInvSqrt2));
 }
 
-// SMs times the blocks of `kernel` one SM holds at once (see m1.02).
-template <typename Kernel>
-int fill_gpu(Kernel kernel, int threads_per_block) {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  int multiprocessors = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  int blocks_per_multiprocessor = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_multiprocessor, kernel,
-                                                           threads_per_block, 0));
-  return multiprocessors * std::max(blocks_per_multiprocessor, 1);
-}
-
 void require_shape(std::int64_t rows, std::int64_t cols, const char* function) {
   require(rows >= 0, function, "rows must be >= 0, got " + std::to_string(rows));
   require(cols >= 0, function, "cols must be >= 0, got " + std::to_string(cols));

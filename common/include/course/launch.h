@@ -1,9 +1,14 @@
 // Small helpers every launcher uses.
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "course/cuda_check.h"
 
 namespace course {
 
@@ -19,6 +24,22 @@ constexpr T ceil_div(T count, T divisor) {
 // Launchers use it to reject bad sizes before anything touches the GPU.
 inline void require(bool condition, const char* function, const std::string& message) {
   if (!condition) throw std::invalid_argument(std::string(function) + ": " + message);
+}
+
+// Blocks that fill the GPU once: multiprocessors times the blocks of `kernel` (at this
+// block size) one multiprocessor holds at the same time. The occupancy calculator knows
+// every limit that applies (threads, blocks, registers and shared memory per multiprocessor)
+// for the kernel as compiled. Exercise m1.02 has you write this yourself.
+template <typename Kernel>
+int resident_blocks_to_fill_gpu(Kernel kernel, int threads_per_block) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int multiprocessors = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  int blocks_per_multiprocessor = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_multiprocessor, kernel,
+                                                           threads_per_block, 0));
+  return multiprocessors * std::max(blocks_per_multiprocessor, 1);
 }
 
 }  // namespace course

@@ -28,19 +28,6 @@ __device__ __forceinline__ float gelu(float v) {
   return 0.5f * v * (1.0f + erff(v * kInvSqrt2));
 }
 
-// SMs times the blocks of `kernel` one SM holds at once (see m1.02).
-template <typename Kernel>
-int fill_gpu(Kernel kernel, int threads_per_block) {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  int multiprocessors = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  int blocks_per_multiprocessor = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_multiprocessor, kernel,
-                                                           threads_per_block, 0));
-  return multiprocessors * std::max(blocks_per_multiprocessor, 1);
-}
-
 void require_shape(std::int64_t rows, std::int64_t cols, const char* function) {
   require(rows >= 0, function, "rows must be >= 0, got " + std::to_string(rows));
   require(cols >= 0, function, "cols must be >= 0, got " + std::to_string(cols));
@@ -174,7 +161,7 @@ void launch_affine_gelu(const float* x, const float* w, const float* b, float* y
   // every thread then loops over its share of the rows (gridDim.y is at most 65535).
   const std::int64_t blocks_x = ceil_div<std::int64_t>(vecs_per_row, threads_x);
   const std::int64_t row_blocks_needed = ceil_div<std::int64_t>(rows, threads_y);
-  const std::int64_t fill = fill_gpu(affine_gelu_kernel<Vec>, kFusedThreads);
+  const std::int64_t fill = resident_blocks_to_fill_gpu(affine_gelu_kernel<Vec>, kFusedThreads);
   const std::int64_t blocks_y = std::clamp<std::int64_t>(
       fill / blocks_x, 1, std::min<std::int64_t>(row_blocks_needed, 65535));
 
