@@ -19,8 +19,8 @@ COURSE_DECLARE_IMPLS(
                                 const float* B, float beta, float* C,
                                 cudaStream_t stream = nullptr);
 
-    // Part 2: each thread computes an 8 x 8 block of C (a 2D register tile), with float4
-    // shared-memory reads, a transposed A tile and copies that run ahead of the arithmetic.
+    // Part 2: each thread computes an 8 x 16 block of C (a 2D register tile), with float4
+    // loads, a transposed A tile and copies that run ahead of the arithmetic.
     void sgemm_2d_register_tile(int M, int N, int K, float alpha, const float* A,
                                 const float* B, float beta, float* C,
                                 cudaStream_t stream = nullptr);)

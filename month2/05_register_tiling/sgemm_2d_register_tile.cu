@@ -1,21 +1,26 @@
 // Exercise m2.05, part 2: a 2D register tile.
 //
 // What changed from the 1D register tile (part 1, sgemm_1d_register_tile.cu): each thread
-// now owns a TM x TN = 8 x 8 block of C instead of a column of 8, so every value it
-// reads from shared memory is used 8 times instead of once or 8 times. Per step k the
-// thread reads 8 values of A and 8 of B (four 128-bit float4 loads) and does 64 fused
+// now owns a TM x TN = 8 x 16 block of C instead of a column of 8, so every value it
+// reads from shared memory is used 16 or 8 times instead of once or 8 times. Per step k
+// the thread reads 8 values of A and 16 of B (six 128-bit float4 loads) and does 128 fused
 // multiply-adds: shared memory traffic is no longer what limits the kernel, the FMA units
 // are. On top of that:
-//   * the block tile is 128 x 128 and its 256 threads are grouped into warp tiles, so that
-//     a warp reads few distinct shared-memory addresses (broadcasts, no bank conflicts);
+//   * the block tile is 128 x 128, computed by 4 warps of 64 x 64; inside a warp the
+//     thread tiles are laid out so that a warp reads few distinct shared-memory addresses
+//     (broadcasts, no bank conflicts);
 //   * A is stored transposed in shared memory (As[k][m]), so a thread's 8 values of A for
 //     one k are contiguous and load as two float4s, like B's;
-//   * the copies from global to shared memory are asynchronous (cp.async, sm_80 and up)
-//     and run STAGES tiles ahead of the arithmetic, so the FMA units never wait for DRAM;
-//   * B is copied with 16-byte (float4) copies; A with 4-byte copies, which transpose it on
-//     the way in;
-//   * __launch_bounds__(256, 2) caps the registers at 128 per thread so that two blocks
-//     (16 warps) fit on a multiprocessor.
+//   * A goes through registers: each thread loads the next tile's A as float4s from global
+//     memory while the current tile is computed, and stores them transposed into shared
+//     memory after the barrier;
+//   * B is copied asynchronously (cp.async, 16 bytes at a time, sm_80 and up), straight
+//     from global to shared memory, one tile ahead of the arithmetic;
+//   * BK = 16: one __syncthreads per 16 steps of k instead of per 8;
+//   * blocks take their tiles of C in groups of 8 tile rows, so that the blocks running at
+//     the same time share more of A and B in the L2 cache;
+//   * __launch_bounds__(128, 2) lets a thread have up to 255 registers (it needs about 230)
+//     while two blocks still fit on a multiprocessor.
 // README.md explains each step and what it buys.
 //
 // The tile shapes, the copy helpers and the pipeline are given. Fill in TODO(m2.05d) to
@@ -43,26 +48,29 @@ namespace register_tiling {
 //   TM x TN   the thread tile: the part of C one thread computes, in registers
 //   STAGES    how many BK-deep tiles of A and B are in shared memory at once
 //   MIN_BLOCKS_PER_SM   the occupancy asked of the compiler through __launch_bounds__
+//   GROUP_M   the order of the blocks: groups of GROUP_M rows of tiles (1: row by row)
 // ---------------------------------------------------------------------------------------
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int STAGES_,
-          int MIN_BLOCKS_PER_SM_>
+          int MIN_BLOCKS_PER_SM_, int GROUP_M_>
 struct TileConfig {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   static constexpr int WM = WM_, WN = WN_, TM = TM_, TN = TN_;
   static constexpr int STAGES = STAGES_, MIN_BLOCKS_PER_SM = MIN_BLOCKS_PER_SM_;
+  static constexpr int GROUP_M = GROUP_M_;
 
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kLanesM = WM / TM, kLanesN = WN / TN;  // a warp's threads, as a grid
-  // A is stored transposed, As[k][m]. The rows are padded by 4 floats: the 4-byte copies
-  // that transpose A then land in different banks, and every row still starts on a
-  // 16-byte boundary, as float4 loads need.
+  // A is stored transposed, As[k][m]. The rows are padded by 4 floats: every row still
+  // starts on a 16-byte boundary, as float4 loads need, and the transposing stores of a
+  // warp spread over twice as many banks as without the padding (m2.04).
   static constexpr int kLdA = BM + 4;
   static constexpr int kAStageFloats = BK * kLdA, kBStageFloats = BK * BN;
   static constexpr std::size_t kSharedBytes =
       sizeof(float) * STAGES * (kAStageFloats + kBStageFloats);
-  // How the threads split the copies: a thread copies 4 consecutive k of one row of A and
-  // one float4 (4 consecutive n) of one row of B, as often as it takes to cover the tile.
+  // How the threads split the copies: a thread loads 4 consecutive k of one row of A (one
+  // float4) and copies one float4 (4 consecutive n) of one row of B, as often as it takes
+  // to cover the tile.
   static constexpr int kARowsPerPass = kThreads / (BK / 4);
   static constexpr int kAPasses = BM / kARowsPerPass;
   static constexpr int kBRowsPerPass = kThreads / (BN / 4);
@@ -79,7 +87,7 @@ struct TileConfig {
                 "TM and TN must be multiples of 4: a thread reads its values of A and B from "
                 "shared memory as float4s, 4 at a time");
   static_assert(BK % 4 == 0 && BK >= 4,
-                "BK must be a multiple of 4: a thread copies 4 consecutive k of a row of A");
+                "BK must be a multiple of 4: a thread loads 4 consecutive k of a row of A");
   static_assert(BN % 4 == 0, "BN must be a multiple of 4: B is copied one float4 at a time");
   static_assert(kThreads <= 1024, "a block may have at most 1024 threads: fewer warp tiles");
   static_assert(kThreads % (BK / 4) == 0 && kAPasses * kARowsPerPass == BM,
@@ -97,15 +105,16 @@ struct TileConfig {
                 "TM * TN accumulators per thread: more than 128 leaves too few of the 255 "
                 "registers a thread can have for everything else, and they spill to local "
                 "memory");
+  static_assert(GROUP_M >= 1, "GROUP_M counts rows of tiles: 1 or more");
 };
 
-// The tile used for large problems, tuned on an H200 (README.md has the measurements):
-// 128 x 128 x 8, eight warps of 64 x 32, 8 x 8 per thread, 3 stages (25 KiB of shared
-// memory), two blocks per multiprocessor.
-using LargeTile = TileConfig<128, 128, 8, 64, 32, 8, 8, 3, 2>;
-// For problems whose 128 x 128 grid would leave multiprocessors idle: 64 x 64 x 8, four
-// warps of 32 x 32, 4 x 8 per thread. Four times as many blocks for the same C.
-using SmallTile = TileConfig<64, 64, 8, 32, 32, 4, 8, 3, 4>;
+// The tile used for large problems, tuned on an H200 (README.md says how): 128 x 128 x 16,
+// four warps of 64 x 64, 8 x 16 per thread, 2 stages (32.5 KiB of shared memory), two
+// blocks per multiprocessor, blocks in groups of 8 tile rows.
+using LargeTile = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, 2, 8>;
+// For problems whose 128 x 128 grid would leave multiprocessors idle: 64 x 64 x 16, four
+// warps of 32 x 32, 4 x 8 per thread, 3 stages. Four times as many blocks for the same C.
+using SmallTile = TileConfig<64, 64, 16, 32, 32, 4, 8, 3, 4, 1>;
 
 // ---------------------------------------------------------------------------------------
 // Asynchronous copies from global to shared memory (cp.async, sm_80 and newer). The copy
@@ -154,8 +163,30 @@ __device__ __forceinline__ void wait_for_copies() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The kernel. kVectorized: B is copied and C written as float4s, which needs N % 4 == 0
-// and 16-byte aligned B and C (the launcher checks); otherwise 4-byte copies and stores.
+// Which tile of C this block computes. The GPU starts blocks in the order of blockIdx (x
+// first), and the blocks that run at the same time share, through the L2 cache, the tiles
+// of A and B they read. Taken row by row, the resident blocks span all the columns of C: a
+// few rows of tiles of A, but the whole of B. Taken in groups of GROUP_M rows, down each
+// column of the group before the next column, they form a squarer patch of C and read less
+// of A and B between them.
+// ---------------------------------------------------------------------------------------
+template <int GROUP_M>
+__device__ __forceinline__ void tile_of_this_block(int& tile_row, int& tile_col) {
+  const int tiles_n = static_cast<int>(gridDim.x), tiles_m = static_cast<int>(gridDim.y);
+  // M * N <= INT_MAX (require_gemm_arguments), so the number of tiles fits an int.
+  const int launch_index = static_cast<int>(blockIdx.y) * tiles_n + static_cast<int>(blockIdx.x);
+  const int blocks_per_group = GROUP_M * tiles_n;
+  const int first_row = (launch_index / blocks_per_group) * GROUP_M;
+  const int rows_in_group = min(GROUP_M, tiles_m - first_row);  // the last group may be short
+  const int index_in_group = launch_index % blocks_per_group;
+  tile_row = first_row + index_in_group % rows_in_group;
+  tile_col = index_in_group / rows_in_group;
+}
+
+// ---------------------------------------------------------------------------------------
+// The kernel. kVectorized: A and B are read and C written as float4s, which needs
+// K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B and C (the launcher checks); otherwise
+// 4-byte loads, copies and stores.
 // ---------------------------------------------------------------------------------------
 template <class Tile, bool kVectorized>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
@@ -177,8 +208,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   const int warp_m = (warp / Tile::kWarpsN) * Tile::WM;
   const int warp_n = (warp % Tile::kWarpsN) * Tile::WN;
   const int lane_m = lane / Tile::kLanesN, lane_n = lane % Tile::kLanesN;
-  const int block_m = static_cast<int>(blockIdx.y) * BM;
-  const int block_n = static_cast<int>(blockIdx.x) * BN;
+  int tile_row = 0, tile_col = 0;
+  tile_of_this_block<Tile::GROUP_M>(tile_row, tile_col);
+  const int block_m = tile_row * BM;
+  const int block_n = tile_col * BN;
 
   // K is cut into BK-deep tiles. When BK does not divide K, the short tile is the *first*
   // one: tile t covers k in [k_first + t * BK, k_first + (t + 1) * BK), with
@@ -188,15 +221,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   const int k_first = K - num_tiles * BK;
 
   // --- What this thread copies (see TileConfig): A[row][k .. k+3] for kAPasses rows, and
-  // --- one float4 of B per pass. Rows past M and columns past N read nothing (bytes = 0).
+  // --- one float4 of B per pass. Rows past M and columns past N read nothing (zeros).
   const int a_row = tid / (BK / 4), a_k = (tid % (BK / 4)) * 4;
   const int b_row = tid / (BN / 4), b_col = (tid % (BN / 4)) * 4;
   const float* a_source[Tile::kAPasses];
-  int a_bytes[Tile::kAPasses];
+  bool a_row_inside[Tile::kAPasses];
 #pragma unroll
   for (int pass = 0; pass < Tile::kAPasses; ++pass) {
     const int row = block_m + a_row + pass * Tile::kARowsPerPass;
-    a_bytes[pass] = row < M ? 4 : 0;
+    a_row_inside[pass] = row < M;
     a_source[pass] = A + (static_cast<std::ptrdiff_t>(row < M ? row : 0) * K + a_k + k_first);
   }
   const int col = block_n + b_col;
@@ -210,31 +243,53 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
       B + (static_cast<std::ptrdiff_t>(b_row + k_first) * N + (col < N ? col : 0));
   const std::ptrdiff_t b_pass_stride = static_cast<std::ptrdiff_t>(Tile::kBRowsPerPass) * N;
   const std::ptrdiff_t b_tile_stride = static_cast<std::ptrdiff_t>(BK) * N;
-  // Shared-memory addresses (32-bit, in the shared window) of this thread's copies in stage 0.
-  const auto a_dest = static_cast<std::uint32_t>(__cvta_generic_to_shared(As + a_k * kLdA + a_row));
+  // Where this thread's values land in stage 0: A[row][k] goes to As[k][row], transposed;
+  // B's float4 to its own place in Bs (a 32-bit address in the shared window, for cp.async).
+  float* const a_dest = As + a_k * kLdA + a_row;
   const auto b_dest = static_cast<std::uint32_t>(__cvta_generic_to_shared(Bs + b_row * BN + b_col));
 
-  // Issues the copies of the next tile of A and B into `stage` and moves the sources on by
-  // one tile. `first` adds the k >= 0 check that only tile 0 needs.
-  auto copy_tile = [&](int stage, bool first) {
-    const std::uint32_t a_stage = a_dest + stage * (kAStage * 4);
+  // A goes through registers: load_a_tile reads this thread's part of the next tile of A
+  // from global memory into a_staged, and store_a_tile writes it, transposed, into a stage.
+  // In the main loop the load is issued before the arithmetic of a tile and the store
+  // after it, so the loads have a whole tile's worth of FMAs to arrive. `first` adds the
+  // k >= 0 check that only tile 0 needs.
+  float4 a_staged[Tile::kAPasses];
+  auto load_a_tile = [&](bool first) {
+    // TODO(m2.05d), part 1: load this thread's share of the next tile of A into a_staged.
+    // For each pass < Tile::kAPasses: the 4 values A[row][k .. k+3] start at a_source[pass].
+    //  * When kVectorized: one float4, __ldg(reinterpret_cast<const float4*>(a_source[pass])),
+    //    or zeros when the row is outside (!a_row_inside[pass]) or, for tile 0 only
+    //    (`first`), when k_first + a_k < 0. (K % 4 == 0, so the 4 values are all at k < 0
+    //    or none is.)
+    //  * Otherwise: 4 separate __ldg(a_source[pass] + j), each zero when outside (row, or
+    //    k_first + a_k + j < 0 on tile 0), packed with make_float4.
+    // Then move on by a tile: a_source[pass] += BK.
+    (void)first, (void)a_source, (void)a_row_inside;
+    for (auto& staged : a_staged) staged = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  };
+  auto store_a_tile = [&](int stage) {
+    // TODO(m2.05d), part 2: store a_staged into `stage`, transposed. For each pass, the 4
+    // values A[row][k + j] (j = 0..3: .x, .y, .z, .w) go to As[k + j][row], which is
+    //   a_dest + stage * kAStage + pass * Tile::kARowsPerPass + j * kLdA
+    // (four floats down a column of As, kLdA floats apart).
+    (void)stage, (void)a_dest;
+  };
+  // B is copied asynchronously, straight into `stage`: cp.async of 16 bytes (or 4 x 4 when
+  // not vectorized), 0 bytes (zeros) outside the matrix. Then the source moves on by a tile.
+  auto copy_b_tile = [&](int stage, bool first) {
     const std::uint32_t b_stage = b_dest + stage * (kBStage * 4);
-    // TODO(m2.05d): issue this thread's copies of one tile into the stage at a_stage /
-    // b_stage (shared-memory byte addresses), then move the sources on by one tile.
-    //  * A, for each pass < Tile::kAPasses and j < 4: A[row][k + j], which is at
-    //    a_source[pass] + j, goes to As[a_k + j][a_row + pass * Tile::kARowsPerPass], which
-    //    is a_stage + (j * kLdA + pass * Tile::kARowsPerPass) * 4: transposed on the way in.
-    //    copy_4_bytes_async(dest, source, a_bytes[pass]). Then a_source[pass] += BK.
-    //  * B, for each pass < Tile::kBPasses: the float4 at b_source + pass * b_pass_stride
-    //    goes to b_stage + pass * Tile::kBRowsPerPass * BN * 4. When kVectorized, one
+    // TODO(m2.05d), part 3: issue this thread's copies of one tile of B into the stage at
+    // b_stage (a shared-memory byte address), then move the source on by one tile.
+    //  * For each pass < Tile::kBPasses: the float4 at b_source + pass * b_pass_stride goes
+    //    to b_stage + pass * Tile::kBRowsPerPass * BN * 4. When kVectorized, one
     //    copy_16_bytes_async(dest, source, b_bytes[0]); otherwise four
-    //    copy_4_bytes_async(dest + j * 4, source + j, b_bytes[j]). Then b_source += b_tile_stride.
-    //  * When `first` is true (tile 0 only), part of the tile may lie at k < 0 (see
-    //    k_first): an A copy with k_first + a_k + j < 0, or a B copy with
-    //    k_first + b_row + pass * Tile::kBRowsPerPass < 0, must pass 0 bytes (zeros) and a
-    //    valid pointer (A or B itself) instead.
-    (void)a_stage, (void)b_stage, (void)first, (void)a_source, (void)a_bytes, (void)b_bytes;
-    (void)b_source, (void)b_pass_stride, (void)b_tile_stride;
+    //    copy_4_bytes_async(dest + j * 4, source + j, b_bytes[j]).
+    //  * When `first` is true (tile 0 only), a row with k_first + b_row +
+    //    pass * Tile::kBRowsPerPass < 0 lies at k < 0: pass 0 bytes (zeros) and a valid
+    //    pointer (B itself) instead.
+    //  * Then b_source += b_tile_stride.
+    (void)b_stage, (void)first, (void)b_bytes, (void)b_source, (void)b_pass_stride;
+    (void)b_tile_stride;
   };
 
   // --- The thread tile: TM x TN accumulators, and two sets of fragments (the values of A
@@ -268,31 +323,40 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
     (void)slot;
   };
 
-  // --- The pipeline. Start copying tiles 0 .. STAGES-1, one commit group per tile (an
-  // --- empty group past the last tile keeps the counting uniform).
-  if (num_tiles > 0) copy_tile(0, true);
-  commit_copies();
+  // --- The pipeline. Fill stages 0 .. STAGES-1 with tiles 0 .. STAGES-1, one commit group
+  // --- of B copies per tile (an empty group past the last tile keeps the counting uniform).
 #pragma unroll
-  for (int stage = 1; stage < STAGES; ++stage) {
-    if (stage < num_tiles) copy_tile(stage, false);
+  for (int stage = 0; stage < STAGES; ++stage) {
+    if (stage < num_tiles) {
+      load_a_tile(stage == 0);
+      store_a_tile(stage);
+      copy_b_tile(stage, stage == 0);
+    }
     commit_copies();
   }
-  wait_for_copies<STAGES - 1>();  // tile 0 has landed (for this thread's copies) ...
-  __syncthreads();                // ... and for every thread's
+  wait_for_copies<STAGES - 1>();  // tile 0's B has landed (for this thread's copies) ...
+  __syncthreads();                // ... and for every thread's, and so has its A
   load_fragments(0, 0, 0);
 
   int stage = 0;  // the stage that holds tile t
   for (int t = 0; t < num_tiles; ++t) {
+    // Tile t + STAGES will go into this stage once tile t is read. Its A is loaded into
+    // registers now, and travels while the FMAs of tile t run.
+    const bool refill = t + STAGES < num_tiles;
+    if (refill) load_a_tile(false);
 #pragma unroll
     for (int k = 0; k < BK - 1; ++k) {
       load_fragments(stage, k + 1, (k + 1) % 2);  // in flight while ...
       multiply_fragments(k % 2);                  // ... step k computes
     }
-    // Every value of tile t is in registers now. Wait for tile t + 1, then one barrier
-    // both publishes it and tells everyone that `stage` has been read and may be refilled.
+    // Every value of tile t is in registers now. Wait for tile t + 1's B, then one barrier
+    // both publishes tile t + 1 and tells everyone that `stage` may be refilled.
     wait_for_copies<STAGES - 2>();
     __syncthreads();
-    if (t + STAGES < num_tiles) copy_tile(stage, false);  // tile t + STAGES
+    if (refill) {
+      store_a_tile(stage);
+      copy_b_tile(stage, false);
+    }
     commit_copies();
     stage = stage + 1 == STAGES ? 0 : stage + 1;
     load_fragments(stage, 0, 0);  // step 0 of tile t + 1 (unused after the last tile)
@@ -324,11 +388,11 @@ void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B,
                   static_cast<unsigned>(ceil_div(M, Tile::BM)));
   require(grid.y <= 65535u, "sgemm_2d_register_tile",
           "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
-  // float4 copies of B and float4 stores to C need every row of B and C to start on a
-  // 16-byte boundary: N % 4 == 0 and aligned base pointers. (A is copied 4 bytes at a time
-  // and may have any K.) Otherwise the same kernel runs with 4-byte copies and stores.
-  // TODO(m2.05h): allow the float4 path only when it is legal: N % 4 == 0 and B and C
-  // 16-byte aligned (is_aligned_16).
+  // float4 loads of A, float4 copies of B and float4 stores to C need every row of A, B
+  // and C to start on a 16-byte boundary. Otherwise the same kernel runs with 4-byte
+  // loads, copies and stores.
+  // TODO(m2.05h): allow the float4 path only when it is legal: K % 4 == 0, N % 4 == 0, and
+  // A, B and C 16-byte aligned (is_aligned_16).
   const bool vectorized = false;
   (void)is_aligned_16;
   if (vectorized) {

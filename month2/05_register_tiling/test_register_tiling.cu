@@ -20,9 +20,9 @@ constexpr const char* kHint1d =
     "month2/05_register_tiling/sgemm_1d_register_tile.cu";
 
 constexpr const char* kHint2d =
-    "look at TODO(m2.05d) (the copies of a tile: A transposed, 4 bytes at a time; B as "
-    "float4), TODO(m2.05e) (the fragments: float4 reads of A and B from shared memory), "
-    "TODO(m2.05f) (the outer product of the fragments), TODO(m2.05g) (write the 8 x 8 tile "
+    "look at TODO(m2.05d) (the copies of a tile: A loaded into registers and stored "
+    "transposed; B copied asynchronously as float4), TODO(m2.05e) (the fragments: float4 reads of A and B from shared memory), "
+    "TODO(m2.05f) (the outer product of the fragments), TODO(m2.05g) (write the thread tile "
     "with alpha and beta, float4 or element by element) and TODO(m2.05h) (the launch: when "
     "float4 is allowed) in month2/05_register_tiling/sgemm_2d_register_tile.cu";
 
