@@ -9,7 +9,9 @@ benchmark: each row's time and rate, and ratios to the rows it is compared with
 
 Row names are <family>/<implementation>/<size...>, where the implementation is
 `exercise` (yours), `solution` (the reference), `step_<id>` (the previous step's
-solution), or a baseline such as `memcpy` or `cublas`.
+solution), or a baseline such as `memcpy` or `cublas`. A ladder puts every step of a
+sequence in one table: <family>/<step>/<solution|exercise>/<size...>, each row compared
+with the reference of the step above it (month2/gemm_ladder).
 
 By default the learner's rows are left out (`--include-exercise` keeps them), so the
 committed results describe the reference solutions.
@@ -26,6 +28,9 @@ from pathlib import Path
 BASELINES = ("cublas", "memcpy", "cudnn", "torch")
 # Rows a "speedup" column compares against.
 PREVIOUS = re.compile(r"^(step_.*|unfused.*|eager.*)$")
+# A ladder (month2/gemm_ladder) names its rows family/<step>/<who>/size: every step of a
+# sequence in one table, each compared with the reference of the step before it.
+LADDER_WHO = ("solution", "exercise")
 
 
 def gpu_slug(name):
@@ -65,11 +70,23 @@ def find_python_benchmarks(root, name_filter):
 
 
 def split_name(name):
-    parts = name.split("/")
+    """family/impl/size..., where a ladder row's impl is <step>/<solution|exercise>."""
+    parts = [p for p in name.split("/") if p not in ("manual_time", "real_time")]
     family = parts[0]
+    if len(parts) > 3 and parts[2] in LADDER_WHO:
+        return family, f"{parts[1]}/{parts[2]}", "/".join(parts[3:])
     impl = parts[1] if len(parts) > 1 else ""
-    size = "/".join(p for p in parts[2:] if p not in ("manual_time", "real_time"))
-    return family, impl, size
+    return family, impl, "/".join(parts[2:])
+
+
+def previous_ladder_step(members, index):
+    """For a ladder row (<step>/solution or <step>/exercise): the reference row of the step
+    before it, i.e. the last <other step>/solution row above it in the table."""
+    step = members[index][0].split("/")[0]
+    for impl, row in reversed(members[:index]):
+        if impl.endswith("/solution") and impl.split("/")[0] != step:
+            return impl, row
+    return None
 
 
 def rate(row):
@@ -104,16 +121,19 @@ def markdown_table(rows):
         if not lines:
             lines.append("| benchmark | size | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |")
             lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
-        for impl, row in members:
+        for index, (impl, row) in enumerate(members):
             key, value = rate(row)
             of_baseline = None
             if baseline_row is not None and key is not None and rate(baseline_row)[0] == key:
                 of_baseline = 100.0 * value / rate(baseline_row)[1]
             speedup = None
-            if previous is not None and impl in ("solution", "exercise"):
-                speedup = to_microseconds(previous[1]) / to_microseconds(row)
+            compared = previous if impl in LADDER_WHO else None
+            if "/" in impl:
+                compared = previous_ladder_step(members, index)
+            if compared is not None:
+                speedup = to_microseconds(compared[1]) / to_microseconds(row)
             baseline_label = f"{fmt(of_baseline)}% of {baseline}" if of_baseline is not None else ""
-            speedup_label = f"{speedup:.2f}x over {previous[0]}" if speedup is not None else ""
+            speedup_label = f"{speedup:.2f}x over {compared[0]}" if speedup is not None else ""
             lines.append(
                 f"| {family}/{impl} | {size} | {fmt(to_microseconds(row), 1)} | "
                 f"{fmt(row.get('GBps'), 0)} | {fmt(row.get('peak_pct'))} | {fmt(row.get('TFLOPS'), 2)} | "
