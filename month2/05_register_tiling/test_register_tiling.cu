@@ -64,14 +64,15 @@ TEST_P(Sgemm2dRegisterTileTest, MatchesFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Sgemm2dRegisterTileTest,
                          ::testing::ValuesIn(course::gemm_test_cases()), course::gemm_case_name);
 
-// Shapes aimed at the 2D kernel's own edges: the vectorised path (N % 4 == 0) with a K
-// that is not a multiple of the tile depth or of 4 (the short tile is the first one), a
-// row or column count just past a 128 x 128 tile, and sizes big enough for the large tile
-// with every edge ragged.
+// Shapes aimed at the 2D kernel's own edges: the float4 path (K and N multiples of 4) with
+// a K that is not a multiple of the tile depth (the short tile is the first one), the
+// element-by-element path with a K that is not a multiple of 4, a row or column count just
+// past a 128 x 128 tile, and sizes big enough for the large tile with every edge ragged.
 INSTANTIATE_TEST_SUITE_P(
     TileEdges, Sgemm2dRegisterTileTest,
     ::testing::Values(course::GemmCase{{256, 256, 7}, 1.0f, 0.0f},
                       course::GemmCase{{256, 260, 13}, 1.0f, 0.0f},
+                      course::GemmCase{{256, 260, 20}, 1.0f, 0.0f},
                       course::GemmCase{{200, 132, 1001}, 1.0f, 0.0f},
                       course::GemmCase{{1030, 1028, 300}, 1.0f, 0.0f},
                       course::GemmCase{{1030, 1028, 300}, 0.5f, -0.75f},
