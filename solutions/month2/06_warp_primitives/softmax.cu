@@ -15,8 +15,8 @@
 //  * softmax_rows_online, for longer rows: the row does not fit in registers, so each lane
 //    walks its part of the row keeping a running max and a running sum of exp(v - max),
 //    rescaling the sum whenever the max grows (the "online softmax"); then the warp
-//    combines the 32 (max, sum) pairs and walks the row again to write. x is read twice;
-//    the second read often comes from the L2 cache.
+//    combines the 32 (max, sum) pairs and walks the row again to write. x is read twice,
+//    and with thousands of long rows in flight the second read mostly misses the L2 cache.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
