@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,10 +28,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "course/cuda_check.h"
 #include "course/launch.h"
+#include "course/random.h"
 #include "course/verify.h"
 
 namespace course {
@@ -156,6 +159,36 @@ inline std::vector<int> gemm_sample_rows(int M) {
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   return rows;
+}
+
+// The inputs of a GEMM with `Input` elements: seeded random values in [-1, 1], as the
+// kernel sees them (`device`) and as exact floats for the reference (`exact`: float16
+// values are exactly representable in float).
+template <typename Input>
+struct GemmInputs {
+  std::vector<Input> device;
+  std::vector<float> exact;
+};
+template <typename Input>
+GemmInputs<Input> gemm_inputs(std::size_t count, std::uint64_t seed) {
+  GemmInputs<Input> inputs;
+  inputs.exact = random_uniform<float>(count, seed);
+  if constexpr (std::is_same_v<Input, float>) {
+    inputs.device = inputs.exact;
+  } else {
+    inputs.device.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      inputs.device[i] = __float2half(inputs.exact[i]);  // round to float16 ...
+      inputs.exact[i] = __half2float(inputs.device[i]);  // ... and keep what it became
+    }
+  }
+  return inputs;
+}
+
+// The precision the inputs carry, for gemm_tolerance.
+template <typename Input>
+constexpr Dtype gemm_input_dtype() {
+  return std::is_same_v<Input, float> ? Dtype::fp32 : Dtype::fp16;
 }
 
 // The tolerance for comparing a GEMM with the float64 reference, for inputs in [-1, 1]

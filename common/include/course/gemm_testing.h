@@ -33,6 +33,10 @@
 //     gemm_tolerance(fp32, K): every element when M * N * K <= 2^30, otherwise every column
 //     of a sample of rows chosen to hit every row tile (gemm_sample_rows), and then every
 //     element of C must still have been written with a finite value.
+//
+// The same functions test a GEMM whose A and B are float16 (__half), such as the tensor-core
+// GEMM of m2.07: the inputs are rounded to float16 first, the reference is computed from the
+// rounded values, and the tolerance is gemm_tolerance(fp16, K).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -139,24 +143,26 @@ inline bool all_poison(const float* begin, const float* end) {
   return true;
 }
 
-// A device buffer holding kGemmGuard NaNs, the matrix, and kGemmGuard NaNs.
+// A device buffer holding kGemmGuard NaNs, the matrix, and kGemmGuard NaNs. (All-ones bytes
+// are a NaN in float16 too.)
+template <typename T>
 class GuardedMatrix {
  public:
   explicit GuardedMatrix(std::size_t count) : count_(count), buffer_(count + 2 * kGemmGuard) {
     buffer_.poison();
   }
-  void upload(const std::vector<float>& values) {
+  void upload(const std::vector<T>& values) {
     if (values.empty()) return;
-    CUDA_CHECK(cudaMemcpy(data(), values.data(), values.size() * sizeof(float),
+    CUDA_CHECK(cudaMemcpy(data(), values.data(), values.size() * sizeof(T),
                           cudaMemcpyHostToDevice));
   }
-  float* data() { return buffer_.data() + kGemmGuard; }
-  std::vector<float> download_all() const { return buffer_.to_host(); }
+  T* data() { return buffer_.data() + kGemmGuard; }
+  std::vector<T> download_all() const { return buffer_.to_host(); }
   std::size_t count() const { return count_; }
 
  private:
   std::size_t count_;
-  DeviceBuffer<float> buffer_;
+  DeviceBuffer<T> buffer_;
 };
 
 }  // namespace detail
@@ -177,8 +183,14 @@ inline std::string gemm_case_name(const ::testing::TestParamInfo<GemmCase>& info
 // float64 reference, as described at the top of this file. Reports failures with
 // ADD_FAILURE, each ending with `hint`. `stream` is passed to gemm, which must finish its
 // work there.
-inline void expect_gemm_matches_reference(GemmFn gemm, GemmShape shape, float alpha, float beta,
-                                          const char* hint, cudaStream_t stream = nullptr) {
+// A GEMM whose A and B hold `Input` elements (float or __half); C is float.
+template <typename Input>
+using GemmFnOf = void (*)(int M, int N, int K, float alpha, const Input* A, const Input* B,
+                          float beta, float* C, cudaStream_t stream);
+
+template <typename Input>
+void expect_gemm_matches_reference(GemmFnOf<Input> gemm, GemmShape shape, float alpha,
+                                   float beta, const char* hint, cudaStream_t stream = nullptr) {
   const int M = shape.M, N = shape.N, K = shape.K;
   const std::size_t MN = static_cast<std::size_t>(M) * N;
   const std::uint64_t seed = test_seed();
@@ -186,15 +198,18 @@ inline void expect_gemm_matches_reference(GemmFn gemm, GemmShape shape, float al
   what << "C = alpha * A * B + beta * C with M x N x K = " << to_string(shape) << ", alpha = "
        << alpha << ", beta = " << beta << " (seed " << seed << ")";
 
-  const std::vector<float> A = random_uniform<float>(static_cast<std::size_t>(M) * K, seed);
-  const std::vector<float> B = random_uniform<float>(static_cast<std::size_t>(K) * N, seed + 1);
+  const auto inputs_a = gemm_inputs<Input>(static_cast<std::size_t>(M) * K, seed);
+  const auto inputs_b = gemm_inputs<Input>(static_cast<std::size_t>(K) * N, seed + 1);
+  const std::vector<float>& A = inputs_a.exact;
+  const std::vector<float>& B = inputs_b.exact;
   // With beta == 0, C stays NaN: the kernel must not read it.
   const std::vector<float> C0 =
       beta != 0.0f ? random_uniform<float>(MN, seed + 2) : std::vector<float>();
 
-  detail::GuardedMatrix device_a(A.size()), device_b(B.size()), device_c(MN);
-  device_a.upload(A);
-  device_b.upload(B);
+  detail::GuardedMatrix<Input> device_a(A.size()), device_b(B.size());
+  detail::GuardedMatrix<float> device_c(MN);
+  device_a.upload(inputs_a.device);
+  device_b.upload(inputs_b.device);
   device_c.upload(C0);
   // cudaMemset and cudaMemcpy from pageable memory may still be running when they return,
   // and a non-blocking `stream` would not wait for them.
@@ -232,7 +247,7 @@ inline void expect_gemm_matches_reference(GemmFn gemm, GemmShape shape, float al
   }
   const std::vector<double> expected = full ? reference_gemm(shape, alpha, A, B, beta, C0)
                                             : reference_gemm_rows(shape, alpha, A, B, beta, C0, rows);
-  const Tolerance tol = gemm_tolerance(Dtype::fp32, K);
+  const Tolerance tol = gemm_tolerance(gemm_input_dtype<Input>(), K);
 
   std::size_t bad_rows = 0;
   bool saw_nan = false;
@@ -277,18 +292,20 @@ inline void expect_gemm_matches_reference(GemmFn gemm, GemmShape shape, float al
   }
 }
 
-inline void expect_gemm_matches_reference(GemmFn gemm, const GemmCase& c, const char* hint) {
+template <typename Input>
+void expect_gemm_matches_reference(GemmFnOf<Input> gemm, const GemmCase& c, const char* hint) {
   expect_gemm_matches_reference(gemm, c.shape, c.alpha, c.beta, hint);
 }
 
 // A negative M, N or K must throw std::invalid_argument whose message shows the bad value,
 // before anything is launched.
-inline void expect_gemm_rejects_negative_sizes(GemmFn gemm, const char* hint) {
+template <typename Input>
+void expect_gemm_rejects_negative_sizes(GemmFnOf<Input> gemm, const char* hint) {
   DeviceBuffer<float> buffer(64);
+  const auto* inputs = reinterpret_cast<const Input*>(buffer.data());
   for (const GemmShape& shape : {GemmShape{-1, 4, 4}, GemmShape{4, -1, 4}, GemmShape{4, 4, -1}}) {
     try {
-      gemm(shape.M, shape.N, shape.K, 1.0f, buffer.data(), buffer.data(), 0.0f, buffer.data(),
-           nullptr);
+      gemm(shape.M, shape.N, shape.K, 1.0f, inputs, inputs, 0.0f, buffer.data(), nullptr);
       ADD_FAILURE() << "the GEMM accepted M x N x K = " << to_string(shape)
                     << "; a negative size must throw std::invalid_argument. " << hint;
     } catch (const std::invalid_argument& error) {
@@ -305,15 +322,17 @@ inline void expect_gemm_rejects_negative_sizes(GemmFn gemm, const char* hint) {
 // The GEMM must queue its work on the stream it is given: captured into a CUDA graph from
 // that stream, the launch must appear in the graph (a kernel launched on the default stream
 // would not), and replaying the graph must compute the right C.
-inline void expect_gemm_runs_on_stream(GemmFn gemm, const char* hint) {
-  const GemmShape shape{67, 45, 31};
+// `shape` must suit the GEMM (m2.07's simple kernel takes only multiples of 16).
+template <typename Input>
+void expect_gemm_runs_on_stream(GemmFnOf<Input> gemm, const char* hint,
+                                GemmShape shape = GemmShape{67, 45, 31}) {
   const std::size_t MN = static_cast<std::size_t>(shape.M) * shape.N;
   const std::uint64_t seed = test_seed() + 7;
-  const auto A = random_uniform<float>(static_cast<std::size_t>(shape.M) * shape.K, seed);
-  const auto B = random_uniform<float>(static_cast<std::size_t>(shape.K) * shape.N, seed + 1);
-  const std::vector<double> expected = reference_gemm(shape, 1.0f, A, B, 0.0f, {});
-  auto device_a = DeviceBuffer<float>::from_host(A);
-  auto device_b = DeviceBuffer<float>::from_host(B);
+  const auto A = gemm_inputs<Input>(static_cast<std::size_t>(shape.M) * shape.K, seed);
+  const auto B = gemm_inputs<Input>(static_cast<std::size_t>(shape.K) * shape.N, seed + 1);
+  const std::vector<double> expected = reference_gemm(shape, 1.0f, A.exact, B.exact, 0.0f, {});
+  auto device_a = DeviceBuffer<Input>::from_host(A.device);
+  auto device_b = DeviceBuffer<Input>::from_host(B.device);
   DeviceBuffer<float> device_c(MN);
   device_c.poison();
   const ::testing::AssertionResult on_stream = runs_on_given_stream([&](cudaStream_t stream) {
@@ -325,7 +344,8 @@ inline void expect_gemm_runs_on_stream(GemmFn gemm, const char* hint) {
                   << on_stream.message() << "\n" << hint;
     return;
   }
-  EXPECT_TRUE(verify(device_c.to_host(), expected, gemm_tolerance(Dtype::fp32, shape.K)))
+  EXPECT_TRUE(verify(device_c.to_host(), expected,
+                     gemm_tolerance(gemm_input_dtype<Input>(), shape.K)))
       << "M x N x K = " << to_string(shape) << ", run from a CUDA graph captured on a stream. "
       << hint;
 }

@@ -1,0 +1,285 @@
+// Exercise m2.07: tensor cores through the WMMA API.
+//
+// What changes from m2.05: the multiply-adds leave the CUDA cores. A tensor core multiplies
+// small matrices: one warp-wide instruction, mma_sync, computes a 16 x 16 x 16 product
+// (4096 multiply-adds) from two "fragments" of float16 and accumulates it in float32. The
+// WMMA API (nvcuda::wmma, <mma.h>) hands those fragments to the warp as opaque objects:
+// load_matrix_sync fills one from memory, mma_sync multiplies, store_matrix_sync writes the
+// result. Which lane holds which element is the hardware's business.
+//  * wmma_gemm_simple (part 1): one warp per 16 x 16 tile of C, straight from global
+//    memory. Short, and already far faster than any float32 kernel; but every fragment is
+//    read from global memory (or L2) by every warp that needs it.
+//  * wmma_gemm (part 2): m2.03's idea again, one level up. A block stages 128 x 32 of A and
+//    32 x 128 of B in shared memory (copied asynchronously, one tile ahead), and each of its
+//    8 warps computes 64 x 32 of C from there: 4 x 2 accumulator fragments, so every A
+//    fragment it loads is used twice and every B fragment four times (m2.05's register
+//    tiling, with fragments for registers). The shared tiles are padded (m2.04): without
+//    it, the rows that load_matrix_sync reads would all start in the same banks.
+// README.md explains each piece, and what the benchmark shows.
+//
+// The launchers, the copies into shared memory and the pipeline are given. Fill in
+// TODO(m2.07a) to (d), then run `./course grade m2_07`.
+#include "wmma_gemm.h"
+
+#include <mma.h>
+
+#include <cstdint>
+#include <string>
+
+#include "course/cuda_check.h"
+#include "course/gemm.h"
+#include "course/launch.h"
+
+namespace course::COURSE_IMPL {  // see course/impl.h
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+// The tensor-core tile: a 16 x 16 x 16 product per mma_sync, float16 in, float32 out.
+constexpr int kFragment = 16;
+using FragmentA = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>;
+using FragmentB = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
+using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+// alpha * acc + beta * C for one fragment, written where C's fragment is (a 16 x 16 tile
+// with leading dimension ldc). An accumulator's elements sit in the same lanes whatever
+// memory they came from, so loading C into a second accumulator and combining the two
+// element by element (acc.x[i]) is legal, although nobody says which (row, column) x[i] is.
+__device__ __forceinline__ void store_scaled(Accumulator& acc, float alpha, float beta, float* c,
+                                             int ldc) {
+  // TODO(m2.07b): scale and store.
+  //  * beta != 0: load C's tile into a second Accumulator with
+  //    wmma::load_matrix_sync(old, c, ldc, wmma::mem_row_major), then for every
+  //    i < acc.num_elements: acc.x[i] = alpha * acc.x[i] + beta * old.x[i].
+  //  * beta == 0: do not read C (it may hold anything, NaN included): acc.x[i] *= alpha.
+  //  * Then wmma::store_matrix_sync(c, acc, ldc, wmma::mem_row_major).
+  (void)acc, (void)alpha, (void)beta, (void)c, (void)ldc;
+}
+
+// --- Part 1 -------------------------------------------------------------------------------
+// Warp w of the grid computes the tile of C at (tile_row, tile_col) = (w / tiles_n, w % tiles_n).
+__global__ void wmma_gemm_simple_kernel(int M, int N, int K, float alpha,
+                                        const __half* __restrict__ A,
+                                        const __half* __restrict__ B, float beta,
+                                        float* __restrict__ C) {
+  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+  const int tiles_n = N / kFragment;
+  if (warp >= (M / kFragment) * tiles_n) return;  // the whole warp leaves together
+  const int row = (warp / tiles_n) * kFragment;
+  const int col = (warp % tiles_n) * kFragment;
+
+  Accumulator acc;
+  wmma::fill_fragment(acc, 0.0f);
+  FragmentA a;
+  FragmentB b;
+  for (int k = 0; k < K; k += kFragment) {
+    // TODO(m2.07a): load the fragments and multiply.
+    //  * a = A[row .. row+15][k .. k+15]: wmma::load_matrix_sync(a, pointer to A[row][k], K)
+    //    (the last argument is the leading dimension: the distance between rows, K for A);
+    //  * b = B[k .. k+15][col .. col+15]: the same from &B[k][col], leading dimension N;
+    //  * wmma::mma_sync(acc, a, b, acc): acc += a * b on the tensor cores.
+    // Use std::ptrdiff_t for row * K: it can pass 2^31 for large matrices.
+    (void)a, (void)b;
+  }
+  store_scaled(acc, alpha, beta, C + static_cast<std::ptrdiff_t>(row) * N + col, N);
+}
+
+// --- Part 2 -------------------------------------------------------------------------------
+constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 32;
+constexpr int kWarpM = 64, kWarpN = 32;  // a warp's part of the block tile
+constexpr int kWarpsN = kBlockN / kWarpN;
+constexpr int kThreads = 32 * (kBlockM / kWarpM) * kWarpsN;  // 8 warps
+constexpr int kFragmentsM = kWarpM / kFragment, kFragmentsN = kWarpN / kFragment;  // 4 x 2
+// Shared tiles, row-major, padded by 8 halves (16 bytes) per row. load_matrix_sync reads 16
+// rows of 16 halves (32 bytes) each: with rows of 32 or 128 halves (64 or 256 bytes) those
+// row starts would fall into the same few banks; 40 and 136 halves spread them. The
+// padding keeps every row 16-byte aligned for the copies, and every fragment 32-byte
+// aligned, as load_matrix_sync requires.
+constexpr int kLdA = kBlockK + 8, kLdB = kBlockN + 8;
+constexpr int kStageHalves = kBlockM * kLdA + kBlockK * kLdB;
+constexpr int kStages = 2;
+// The epilogue reuses the shared memory: one 16 x 16 float scratch tile per warp.
+static_assert(kStages * kStageHalves * 2 >= kThreads / 32 * 256 * 4,
+              "the epilogue's scratch tiles must fit in the shared memory of the stages");
+
+// 16-byte asynchronous copy global -> shared (zeros when bytes == 0), as in m2.05; an
+// ordinary load and store on GPUs older than sm_80.
+__device__ __forceinline__ void copy_16_bytes_async(void* shared, const void* global, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global),
+               "r"(bytes));
+#else
+  *static_cast<int4*>(shared) = bytes != 0 ? *static_cast<const int4*>(global) : int4{0, 0, 0, 0};
+#endif
+}
+__device__ __forceinline__ void commit_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void wait_for_copies_but_one() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 1;\n" ::);
+#endif
+}
+
+// Copies the tile of A (rows block_m.., columns k0..) and of B (rows k0.., columns
+// block_n..) into `stage`, zeros outside the matrices. kVectorized: 8 halves (16 bytes) per
+// copy, which needs K % 8 == 0, N % 8 == 0 and 16-byte aligned A and B, so that a group of 8
+// is all inside or all outside; otherwise one half at a time with ordinary loads.
+template <bool kVectorized>
+__device__ __forceinline__ void copy_tiles(__half* stage, const __half* __restrict__ A,
+                                           const __half* __restrict__ B, int M, int N, int K,
+                                           int block_m, int block_n, int k0) {
+  __half* As = stage;
+  __half* Bs = stage + kBlockM * kLdA;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (kVectorized) {
+    // A: 128 rows x 4 groups of 8; B: 32 rows x 16 groups of 8. 512 copies each, 2 per thread.
+    for (int i = tid; i < kBlockM * (kBlockK / 8); i += kThreads) {
+      const int r = i / (kBlockK / 8), c = (i % (kBlockK / 8)) * 8;
+      const bool inside = block_m + r < M && k0 + c < K;
+      copy_16_bytes_async(As + r * kLdA + c,
+                          inside ? A + static_cast<std::ptrdiff_t>(block_m + r) * K + k0 + c : A,
+                          inside ? 16 : 0);
+    }
+    for (int i = tid; i < kBlockK * (kBlockN / 8); i += kThreads) {
+      const int r = i / (kBlockN / 8), c = (i % (kBlockN / 8)) * 8;
+      const bool inside = k0 + r < K && block_n + c < N;
+      copy_16_bytes_async(Bs + r * kLdB + c,
+                          inside ? B + static_cast<std::ptrdiff_t>(k0 + r) * N + block_n + c : B,
+                          inside ? 16 : 0);
+    }
+  } else {
+    const __half zero = __float2half(0.0f);
+    for (int i = tid; i < kBlockM * kBlockK; i += kThreads) {
+      const int r = i / kBlockK, c = i % kBlockK;
+      const bool inside = block_m + r < M && k0 + c < K;
+      As[r * kLdA + c] = inside ? A[static_cast<std::ptrdiff_t>(block_m + r) * K + k0 + c] : zero;
+    }
+    for (int i = tid; i < kBlockK * kBlockN; i += kThreads) {
+      const int r = i / kBlockN, c = i % kBlockN;
+      const bool inside = k0 + r < K && block_n + c < N;
+      Bs[r * kLdB + c] = inside ? B[static_cast<std::ptrdiff_t>(k0 + r) * N + block_n + c] : zero;
+    }
+  }
+}
+
+template <bool kVectorized>
+__global__ void __launch_bounds__(kThreads)
+    wmma_gemm_kernel(int M, int N, int K, float alpha, const __half* __restrict__ A,
+                     const __half* __restrict__ B, float beta, float* __restrict__ C) {
+  __shared__ __align__(128) __half shared[kStages * kStageHalves];
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int block_m = static_cast<int>(blockIdx.y) * kBlockM;
+  const int block_n = static_cast<int>(blockIdx.x) * kBlockN;
+  const int warp_m = (warp / kWarpsN) * kWarpM;  // this warp's tile inside the block tile
+  const int warp_n = (warp % kWarpsN) * kWarpN;
+
+  Accumulator acc[kFragmentsM][kFragmentsN];
+  for (int i = 0; i < kFragmentsM; ++i) {
+    for (int j = 0; j < kFragmentsN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  }
+
+  // Double buffering: tile t is computed from one stage while tile t + 1 is copied into
+  // the other.
+  const int num_tiles = (K + kBlockK - 1) / kBlockK;
+  if (num_tiles > 0) copy_tiles<kVectorized>(shared, A, B, M, N, K, block_m, block_n, 0);
+  commit_copies();
+  for (int t = 0; t < num_tiles; ++t) {
+    __half* stage = shared + (t % kStages) * kStageHalves;
+    if (t + 1 < num_tiles) {
+      copy_tiles<kVectorized>(shared + ((t + 1) % kStages) * kStageHalves, A, B, M, N, K,
+                              block_m, block_n, (t + 1) * kBlockK);
+    }
+    commit_copies();
+    wait_for_copies_but_one();  // tile t has landed (this thread's copies) ...
+    __syncthreads();            // ... and everyone's
+
+    const __half* As = stage + warp_m * kLdA;
+    const __half* Bs = stage + kBlockM * kLdA + warp_n;
+    for (int k = 0; k < kBlockK; k += kFragment) {
+      // TODO(m2.07c): this warp's products for the 16 values of k starting at k.
+      //  * a[i] (i < kFragmentsM): rows i * 16 .. i * 16 + 15 of the warp's part of the A
+      //    tile, columns k .. k + 15: load_matrix_sync(a[i], As + i * kFragment * kLdA + k, kLdA);
+      //  * b[j] (j < kFragmentsN): rows k .. k + 15 of the B tile, the warp's columns
+      //    j * 16 .. j * 16 + 15: load_matrix_sync(b[j], Bs + k * kLdB + j * kFragment, kLdB);
+      //  * mma_sync(acc[i][j], a[i], b[j], acc[i][j]) for every i, j: 8 products from 6
+      //    loaded fragments.
+      (void)As, (void)Bs, (void)k;
+    }
+    __syncthreads();  // everyone is done with this stage before it is refilled
+  }
+
+  // Epilogue. Which (row, column) an accumulator element belongs to is not specified, so to
+  // check the edges of C each fragment goes through a 16 x 16 scratch tile in shared memory
+  // (store_matrix_sync), and the lanes write it out element by element: 8 each.
+  float* scratch = reinterpret_cast<float*>(shared) + warp * kFragment * kFragment;
+  for (int i = 0; i < kFragmentsM; ++i) {
+    for (int j = 0; j < kFragmentsN; ++j) {
+      // TODO(m2.07d): write fragment acc[i][j] to C, inside the matrix only.
+      //  1. wmma::store_matrix_sync(scratch, acc[i][j], kFragment, wmma::mem_row_major),
+      //     then __syncwarp() so every lane sees the whole tile.
+      //  2. Element e of scratch (e = lane, lane + 32, ..., < 256) is row
+      //     block_m + warp_m + i * 16 + e / 16, column block_n + warp_n + j * 16 + e % 16 of
+      //     C. Where row < M and column < N: C = alpha * scratch[e] (+ beta * C only when
+      //     beta != 0: do not read C otherwise).
+      //  3. __syncwarp() again before the next fragment overwrites scratch.
+      (void)scratch, (void)lane, (void)alpha, (void)beta, (void)C, (void)block_m, (void)block_n;
+    }
+  }
+}
+
+bool is_aligned(const void* pointer, std::uintptr_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
+
+}  // namespace
+
+void wmma_gemm_simple(int M, int N, int K, float alpha, const __half* A, const __half* B,
+                      float beta, float* C, cudaStream_t stream) {
+  const char* function = "wmma_gemm_simple";
+  require_gemm_arguments(function, M, N, K);
+  require(C != nullptr && (K == 0 || (A != nullptr && B != nullptr)), function,
+          "A, B and C must be device pointers, got null");
+  require(M % kFragment == 0 && N % kFragment == 0 && K % kFragment == 0, function,
+          "M, N and K must be multiples of 16 (the tensor-core tile), got " + std::to_string(M) +
+              " x " + std::to_string(N) + " x " + std::to_string(K) + "; wmma_gemm takes any size");
+  require(is_aligned(A, 32) && is_aligned(B, 32) && is_aligned(C, 32), function,
+          "A, B and C must be 32-byte aligned (load_matrix_sync requires it); wmma_gemm "
+          "takes any alignment");
+  if (M == 0 || N == 0) return;  // C is empty, and a launch of zero blocks is an error
+  // K == 0 is not special: the loop runs zero times and C = beta * C.
+  const long long warps = static_cast<long long>(M / kFragment) * (N / kFragment);
+  constexpr int kSimpleThreads = 128;  // 4 warps, 4 tiles of C per block
+  const long long blocks = (warps * 32 + kSimpleThreads - 1) / kSimpleThreads;
+  require(blocks <= 2147483647LL, function, "too many tiles of C for one grid");
+  wmma_gemm_simple_kernel<<<static_cast<unsigned>(blocks), kSimpleThreads, 0, stream>>>(
+      M, N, K, alpha, A, B, beta, C);
+  CUDA_CHECK_LAUNCH();
+}
+
+void wmma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta,
+               float* C, cudaStream_t stream) {
+  const char* function = "wmma_gemm";
+  require_gemm_arguments(function, M, N, K);
+  if (M == 0 || N == 0) return;  // C is empty, and a launch of zero blocks is an error
+  require(C != nullptr && (K == 0 || (A != nullptr && B != nullptr)), function,
+          "A, B and C must be device pointers, got null");
+  const dim3 grid(static_cast<unsigned>(ceil_div(N, kBlockN)),
+                  static_cast<unsigned>(ceil_div(M, kBlockM)));
+  require(grid.y <= 65535u, function,
+          "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
+  // 16-byte copies of 8 halves need every row of A and B to start on a 16-byte boundary.
+  const bool vectorized = K % 8 == 0 && N % 8 == 0 && is_aligned(A, 16) && is_aligned(B, 16);
+  if (vectorized) {
+    wmma_gemm_kernel<true><<<grid, kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+  } else {
+    wmma_gemm_kernel<false><<<grid, kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace course::COURSE_IMPL
