@@ -89,7 +89,7 @@ void bm_reduce(benchmark::State& state) {
 // --- The softmax -----------------------------------------------------------------------
 
 // 256 MiB matrices: rows held in registers (1024 and 4096 floats), a row too long for
-// registers (16384: the online path), and an odd width (one float at a time, online).
+// registers (16384: the online path), and an odd width (one float at a time, in registers).
 const std::vector<std::vector<std::int64_t>> kSoftmaxShapes = {
     {65536, 1024}, {16384, 4096}, {4096, 16384}, {16384, 4095}};
 

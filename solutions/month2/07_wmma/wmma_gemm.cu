@@ -7,8 +7,9 @@
 // load_matrix_sync fills one from memory, mma_sync multiplies, store_matrix_sync writes the
 // result. Which lane holds which element is the hardware's business.
 //  * wmma_gemm_simple (part 1): one warp per 16 x 16 tile of C, straight from global
-//    memory. Short, and already far faster than any float32 kernel; but every fragment is
-//    read from global memory (or L2) by every warp that needs it.
+//    memory. Short, and faster than m2.01 to m2.04; but every fragment is read from global
+//    memory (or L2) by every warp that needs it and used once, so it stays behind m2.05's
+//    register-tiled SGEMM: a faster unit does not help a kernel that cannot feed it.
 //  * wmma_gemm (part 2): m2.03's idea again, one level up. A block stages 128 x 32 of A and
 //    32 x 128 of B in shared memory (copied asynchronously, one tile ahead), and each of its
 //    8 warps computes 64 x 32 of C from there: 4 x 2 accumulator fragments, so every A
