@@ -79,17 +79,25 @@ void measure(benchmark::State& state, Work work, const std::function<void(cudaSt
   }
 }
 
-void register_memcpy_baseline(const std::string& name, const std::vector<std::int64_t>& float_counts) {
-  auto* registered = benchmark::RegisterBenchmark(name.c_str(), [](benchmark::State& state) {
-    const auto n = static_cast<std::size_t>(state.range(0));
-    DeviceBuffer<float> source(n);
-    DeviceBuffer<float> destination(n);
+void measure_memcpy(benchmark::State& state, std::int64_t float_count) {
+  try {
+    DeviceBuffer<float> source(static_cast<std::size_t>(float_count));
+    DeviceBuffer<float> destination(static_cast<std::size_t>(float_count));
     CUDA_CHECK(cudaMemset(source.data(), 0x3C, source.bytes()));
     // Bytes moved: every byte is read once and written once.
     measure(state, Work{2.0 * static_cast<double>(source.bytes())}, [&](cudaStream_t stream) {
       CUDA_CHECK(cudaMemcpyAsync(destination.data(), source.data(), source.bytes(),
                                  cudaMemcpyDeviceToDevice, stream));
     });
+    state.SetItemsProcessed(state.iterations() * float_count);
+  } catch (const std::exception& error) {
+    fail(state, error.what());
+  }
+}
+
+void register_memcpy_baseline(const std::string& name, const std::vector<std::int64_t>& float_counts) {
+  auto* registered = benchmark::RegisterBenchmark(name.c_str(), [](benchmark::State& state) {
+    measure_memcpy(state, state.range(0));
   });
   registered->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
   for (std::int64_t count : float_counts) registered->Arg(count);

@@ -121,21 +121,7 @@ void bm_unfused(benchmark::State& state) {
 // The baseline: copy a matrix of the same shape, device to device. Like the fused kernel it
 // reads every element once and writes it once.
 void bm_memcpy(benchmark::State& state) {
-  const std::int64_t count = state.range(0) * state.range(1);
-  try {
-    course::DeviceBuffer<float> source(count);
-    course::DeviceBuffer<float> destination(count);
-    CUDA_CHECK(cudaMemset(source.data(), 0x3C, source.bytes()));
-    course::bench::measure(
-        state, course::bench::Work{2.0 * static_cast<double>(source.bytes())},
-        [&](cudaStream_t stream) {
-          CUDA_CHECK(cudaMemcpyAsync(destination.data(), source.data(), source.bytes(),
-                                     cudaMemcpyDeviceToDevice, stream));
-        });
-    state.SetItemsProcessed(state.iterations() * count);
-  } catch (const std::exception& error) {
-    course::bench::fail(state, error.what());
-  }
+  course::bench::measure_memcpy(state, state.range(0) * state.range(1));
 }
 
 // 16384 x 8192 floats: 512 MiB per matrix, far larger than the L2 cache, and enough

@@ -205,20 +205,7 @@ void bm_softmax(benchmark::State& state) {
 // cudaMemcpy of a matrix of the same shape: the ceiling for a kernel that reads it once and
 // writes it once.
 void bm_softmax_memcpy(benchmark::State& state) {
-  const std::int64_t count = state.range(0) * state.range(1);
-  try {
-    course::DeviceBuffer<float> source(count), destination(count);
-    CUDA_CHECK(cudaMemset(source.data(), 0x3C, source.bytes()));
-    course::bench::measure(state, course::bench::Work{2.0 * static_cast<double>(source.bytes())},
-                           [&](cudaStream_t stream) {
-                             CUDA_CHECK(cudaMemcpyAsync(destination.data(), source.data(),
-                                                        source.bytes(), cudaMemcpyDeviceToDevice,
-                                                        stream));
-                           });
-    state.SetItemsProcessed(state.iterations() * count);
-  } catch (const std::exception& error) {
-    course::bench::fail(state, error.what());
-  }
+  course::bench::measure_memcpy(state, state.range(0) * state.range(1));
 }
 
 void register_rows() {

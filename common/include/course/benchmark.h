@@ -57,6 +57,10 @@ void fail(benchmark::State& state, const std::string& reason);
 // ceiling for a kernel that streams memory. Registered as "<name>/n:<n>" rows.
 void register_memcpy_baseline(const std::string& name, const std::vector<std::int64_t>& float_counts);
 
+// The body of such a row, for benchmarks whose rows have other arguments (rows and columns of
+// a matrix, say): times the copy of `float_count` floats and counts read + written bytes.
+void measure_memcpy(benchmark::State& state, std::int64_t float_count);
+
 // The main() of every benchmark program: exits with a one-line explanation (status 2)
 // when there is no GPU, records the device in the output's context, runs the benchmarks,
 // and exits with status 1 when any row failed.

@@ -43,6 +43,11 @@ namespace course {
 // throws std::invalid_argument.
 using GemmFn = void (*)(int M, int N, int K, float alpha, const float* A, const float* B,
                         float beta, float* C, cudaStream_t stream);
+// The same for a GEMM whose A and B hold `Input` elements (float, or __half for m2.07); C is
+// float. GemmFnOf<float> is GemmFn.
+template <typename Input>
+using GemmFnOf = void (*)(int M, int N, int K, float alpha, const Input* A, const Input* B,
+                          float beta, float* C, cudaStream_t stream);
 
 struct GemmShape {
   int M, N, K;
@@ -169,19 +174,28 @@ struct GemmInputs {
   std::vector<Input> device;
   std::vector<float> exact;
 };
+// `values` as `Input` elements. For float16 the values must already be float16 values (as
+// gemm_inputs makes them): the conversion is then exact.
+template <typename Input>
+std::vector<Input> gemm_inputs_as(const std::vector<float>& values) {
+  if constexpr (std::is_same_v<Input, float>) {
+    return values;
+  } else {
+    std::vector<Input> converted(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) converted[i] = __float2half(values[i]);
+    return converted;
+  }
+}
+
 template <typename Input>
 GemmInputs<Input> gemm_inputs(std::size_t count, std::uint64_t seed) {
   GemmInputs<Input> inputs;
   inputs.exact = random_uniform<float>(count, seed);
-  if constexpr (std::is_same_v<Input, float>) {
-    inputs.device = inputs.exact;
-  } else {
-    inputs.device.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      inputs.device[i] = __float2half(inputs.exact[i]);  // round to float16 ...
-      inputs.exact[i] = __half2float(inputs.device[i]);  // ... and keep what it became
-    }
+  if constexpr (!std::is_same_v<Input, float>) {
+    // Round to float16, and keep for the reference what each value became.
+    for (float& value : inputs.exact) value = __half2float(__float2half(value));
   }
+  inputs.device = gemm_inputs_as<Input>(inputs.exact);
   return inputs;
 }
 
@@ -241,6 +255,19 @@ inline void cublas_sgemm_row_major(cublasHandle_t handle, int M, int N, int K, f
   // Leading dimensions must be >= 1 even for an empty K (cuBLAS rejects 0).
   CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, std::max(N, 1),
                            A, std::max(K, 1), &beta, C, std::max(N, 1)));
+}
+
+// The same with float16 A and B and float32 C: cublasGemmEx accumulating in float32 on the
+// tensor cores (the baseline of m2.07). Same row-major trick as above.
+inline void cublas_gemm_fp16_row_major(cublasHandle_t handle, int M, int N, int K, float alpha,
+                                       const __half* A, const __half* B, float beta, float* C,
+                                       cudaStream_t stream) {
+  require_gemm_arguments("cublas_gemm_fp16_row_major", M, N, K);
+  if (M == 0 || N == 0) return;  // an empty C: nothing to compute
+  CUBLAS_CHECK(cublasSetStream(handle, stream));
+  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, CUDA_R_16F,
+                            std::max(N, 1), A, CUDA_R_16F, std::max(K, 1), &beta, C, CUDA_R_32F,
+                            std::max(N, 1), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace course

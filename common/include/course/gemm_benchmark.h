@@ -24,13 +24,19 @@
 // Every row verifies before it times: C starts as NaN, the GEMM runs once, every element of
 // C must be finite, and every column of a sample of rows (gemm_sample_rows: one in each
 // block of 32 rows, plus the first and last two) must match a float64 CPU reference within
-// gemm_tolerance(fp32, n). A CPU reference of the whole 4096^3 product would take a minute
+// gemm_tolerance(fp32, n).
+//
+// register_fp16_gemm_rows does the same for GEMMs with float16 A and B (m2.07): the inputs
+// are rounded to float16, the reference comes from the rounded values, the tolerance is
+// gemm_tolerance(fp16, n), and the baseline row is "<family>/cublas_fp16" (cublasGemmEx).
+// Float32 step rows given to it run on the same rounded values, as floats. A CPU reference of the whole 4096^3 product would take a minute
 // or more; the sampled rows cost a couple of seconds and are computed once per size, from
 // the same seeded inputs every row gets. Then it times with course::bench::measure (warm-up, L2 flushed
 // before every iteration, CUDA events) and reports TFLOPS.
 #pragma once
 
 #include <benchmark/benchmark.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -57,10 +63,11 @@ namespace course::bench {
 // tail effects show; 4096^3 is the size the course's targets are quoted at.
 inline std::vector<int> gemm_benchmark_sizes() { return {1024, 2048, 4096}; }
 
-// The least DRAM traffic of C = A B (beta = 0): read A and B once, write C once.
-inline double gemm_min_bytes(const GemmShape& s) {
-  return 4.0 * (static_cast<double>(s.M) * s.K + static_cast<double>(s.K) * s.N +
-                static_cast<double>(s.M) * s.N);
+// The least DRAM traffic of C = A B (beta = 0): read A and B once, write C once (float32),
+// with `input_bytes` per element of A and B.
+inline double gemm_min_bytes(const GemmShape& s, double input_bytes = 4.0) {
+  return input_bytes * (static_cast<double>(s.M) * s.K + static_cast<double>(s.K) * s.N) +
+         4.0 * static_cast<double>(s.M) * s.N;
 }
 
 // A multiply-add is two floating-point operations.
@@ -70,23 +77,31 @@ inline double gemm_flops(const GemmShape& s) {
 
 namespace detail {
 
-// Inputs and the sampled reference for one size, made once and shared by every row.
+// Inputs and the sampled reference for one size and input precision, made once and shared
+// by every row.
 struct GemmBenchProblem {
   GemmShape shape{};
-  std::vector<float> A, B;
+  Dtype inputs = Dtype::fp32;     // fp16: A and B below hold float16 values
+  std::vector<float> A, B;        // the exact values every row computes with
   std::vector<int> rows;          // the sampled rows of C
   std::vector<double> reference;  // rows.size() x N
 };
 
-inline const GemmBenchProblem& gemm_bench_problem(int n) {
-  static std::map<int, std::unique_ptr<GemmBenchProblem>> cache;
-  auto& entry = cache[n];
+inline const GemmBenchProblem& gemm_bench_problem(int n, Dtype inputs) {
+  static std::map<std::pair<int, Dtype>, std::unique_ptr<GemmBenchProblem>> cache;
+  auto& entry = cache[{n, inputs}];
   if (!entry) {
     auto problem = std::make_unique<GemmBenchProblem>();
     problem->shape = GemmShape{n, n, n};
+    problem->inputs = inputs;
     const std::size_t count = static_cast<std::size_t>(n) * n;
-    problem->A = random_uniform<float>(count, 1000 + n);
-    problem->B = random_uniform<float>(count, 2000 + n);
+    if (inputs == Dtype::fp16) {
+      problem->A = gemm_inputs<__half>(count, 1000 + n).exact;
+      problem->B = gemm_inputs<__half>(count, 2000 + n).exact;
+    } else {
+      problem->A = gemm_inputs<float>(count, 1000 + n).exact;
+      problem->B = gemm_inputs<float>(count, 2000 + n).exact;
+    }
     problem->rows = gemm_sample_rows(n);
     problem->reference = reference_gemm_rows(problem->shape, 1.0f, problem->A, problem->B, 0.0f,
                                              {}, problem->rows);
@@ -104,7 +119,7 @@ inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std:
              (course::detail::is_poison(C[i]) ? "never written (still NaN)" : "inf or NaN");
     }
   }
-  const Tolerance tol = gemm_tolerance(Dtype::fp32, p.shape.K);
+  const Tolerance tol = gemm_tolerance(p.inputs, p.shape.K);
   for (std::size_t r = 0; r < p.rows.size(); ++r) {
     const std::size_t row = static_cast<std::size_t>(p.rows[r]);
     const std::vector<float> got(C.begin() + row * N, C.begin() + (row + 1) * N);
@@ -118,22 +133,33 @@ inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std:
   return "";
 }
 
-// TFLOPS of the baseline rows measured so far in this run: key (family/impl, n).
+// TFLOPS of the rows measured so far in this run: key (family/impl, n).
 inline std::map<std::pair<std::string, int>, double>& gemm_bench_results() {
   static std::map<std::pair<std::string, int>, double> results;
   return results;
 }
 
-// One row: verify, time, then add the ratio counters where the baselines ran.
-inline void run_gemm_row(benchmark::State& state, const std::string& family,
-                         const std::string& impl, const std::string& previous_step,
-                         const std::function<void(int, float, const float*, const float*, float,
-                                                  float*, cudaStream_t)>& square_gemm) {
+// The baseline row of a family: cuBLAS on the family's input precision.
+inline std::string gemm_baseline(Dtype inputs) {
+  return inputs == Dtype::fp16 ? "cublas_fp16" : "cublas";
+}
+
+template <typename Input>
+using SquareGemm =
+    std::function<void(int n, float alpha, const Input* A, const Input* B, float beta, float* C,
+                       cudaStream_t stream)>;
+
+// One row: verify, time, then add the ratio counters where the baselines ran. The row's
+// inputs are the problem's values as `Input` elements.
+template <typename Input>
+void run_gemm_row(benchmark::State& state, Dtype inputs, const std::string& family,
+                  const std::string& impl, const std::string& previous_step,
+                  const SquareGemm<Input>& square_gemm) {
   try {
     const int n = static_cast<int>(state.range(0));
-    const GemmBenchProblem& p = gemm_bench_problem(n);
-    auto A = DeviceBuffer<float>::from_host(p.A);
-    auto B = DeviceBuffer<float>::from_host(p.B);
+    const GemmBenchProblem& p = gemm_bench_problem(n, inputs);
+    auto A = DeviceBuffer<Input>::from_host(gemm_inputs_as<Input>(p.A));
+    auto B = DeviceBuffer<Input>::from_host(gemm_inputs_as<Input>(p.B));
     DeviceBuffer<float> C(static_cast<std::size_t>(n) * n);
     C.poison();
 
@@ -144,7 +170,7 @@ inline void run_gemm_row(benchmark::State& state, const std::string& family,
     const std::string problem = check_gemm_bench_result(p, C.to_host());
     if (!problem.empty()) return fail(state, "wrong result: " + problem);
 
-    measure(state, Work{gemm_min_bytes(p.shape), gemm_flops(p.shape)},
+    measure(state, Work{gemm_min_bytes(p.shape, sizeof(Input)), gemm_flops(p.shape)},
             [&](cudaStream_t stream) {
               square_gemm(n, 1.0f, A.data(), B.data(), 0.0f, C.data(), stream);
             });
@@ -154,8 +180,9 @@ inline void run_gemm_row(benchmark::State& state, const std::string& family,
     const double mine = tflops->second.value;
     auto& results = gemm_bench_results();
     results[{family + "/" + impl, n}] = mine;
-    const auto cublas = results.find({family + "/cublas", n});
-    if (impl != "cublas" && cublas != results.end() && cublas->second > 0) {
+    const std::string baseline = gemm_baseline(inputs);
+    const auto cublas = results.find({family + "/" + baseline, n});
+    if (impl != baseline && cublas != results.end() && cublas->second > 0) {
       state.counters["cublas_pct"] = 100.0 * mine / cublas->second;
     }
     const auto step = results.find({family + "/" + previous_step, n});
@@ -168,6 +195,37 @@ inline void run_gemm_row(benchmark::State& state, const std::string& family,
   }
 }
 
+// Registers one row for every n in `sizes`.
+template <typename Input>
+void register_gemm_row(const std::string& family, Dtype inputs, const std::string& impl,
+                       const std::string& previous_step, SquareGemm<Input> gemm,
+                       const std::vector<int>& sizes) {
+  auto* row = benchmark::RegisterBenchmark(
+      (family + "/" + impl).c_str(),
+      [family, inputs, impl, previous_step, gemm](benchmark::State& state) {
+        run_gemm_row<Input>(state, inputs, family, impl, previous_step, gemm);
+      });
+  row->ArgName("n")->UseManualTime()->Unit(benchmark::kMillisecond);
+  for (int n : sizes) row->Arg(n);
+}
+
+// A GemmFn (or a float16 one) as a square problem.
+template <typename Input>
+SquareGemm<Input> square(GemmFnOf<Input> gemm) {
+  return [gemm](int n, float alpha, const Input* A, const Input* B, float beta, float* C,
+                cudaStream_t stream) { gemm(n, n, n, alpha, A, B, beta, C, stream); };
+}
+
+// The last step_ row of `rows`: the one the speedup counter compares with.
+template <typename Rows>
+std::string last_step(const Rows& rows) {
+  std::string previous_step;
+  for (const auto& row : rows) {
+    if (row.first.rfind("step_", 0) == 0) previous_step = row.first;
+  }
+  return previous_step;
+}
+
 }  // namespace detail
 
 // Registers "<family>/cublas" (when include_cublas) and then one row per (impl, function)
@@ -175,42 +233,49 @@ inline void run_gemm_row(benchmark::State& state, const std::string& family,
 inline void register_gemm_rows(const std::string& family,
                                std::vector<std::pair<std::string, GemmFn>> rows,
                                std::vector<int> sizes, bool include_cublas) {
-  // The previous step: the last step_ row given.
-  std::string previous_step;
-  for (const auto& row : rows) {
-    if (row.first.rfind("step_", 0) == 0) previous_step = row.first;
-  }
+  const std::string previous_step = detail::last_step(rows);
   // Baselines first, so the later rows can be compared with them.
   std::stable_partition(rows.begin(), rows.end(),
                         [](const auto& row) { return row.first.rfind("step_", 0) == 0; });
-
-  std::vector<benchmark::internal::Benchmark*> registered;
   if (include_cublas) {
-    registered.push_back(benchmark::RegisterBenchmark(
-        (family + "/cublas").c_str(), [family, previous_step](benchmark::State& state) {
-          CublasHandle cublas;
-          detail::run_gemm_row(state, family, "cublas", previous_step,
-                               [&](int n, float alpha, const float* A, const float* B, float beta,
-                                   float* C, cudaStream_t stream) {
-                                 cublas_sgemm_row_major(cublas.get(), n, n, n, alpha, A, B, beta,
-                                                        C, stream);
-                               });
-        }));
+    detail::register_gemm_row<float>(
+        family, Dtype::fp32, "cublas", previous_step,
+        [](int n, float alpha, const float* A, const float* B, float beta, float* C,
+           cudaStream_t stream) {
+          static CublasHandle cublas;
+          cublas_sgemm_row_major(cublas.get(), n, n, n, alpha, A, B, beta, C, stream);
+        },
+        sizes);
   }
   for (const auto& [impl, gemm] : rows) {
-    registered.push_back(benchmark::RegisterBenchmark(
-        (family + "/" + impl).c_str(),
-        [family, impl = impl, gemm = gemm, previous_step](benchmark::State& state) {
-          detail::run_gemm_row(state, family, impl, previous_step,
-                               [gemm](int n, float alpha, const float* A, const float* B,
-                                      float beta, float* C, cudaStream_t stream) {
-                                 gemm(n, n, n, alpha, A, B, beta, C, stream);
-                               });
-        }));
+    detail::register_gemm_row<float>(family, Dtype::fp32, impl, previous_step,
+                                     detail::square<float>(gemm), sizes);
   }
-  for (auto* row : registered) {
-    row->ArgName("n")->UseManualTime()->Unit(benchmark::kMillisecond);
-    for (int n : sizes) row->Arg(n);
+}
+
+// The same for GEMMs with float16 A and B: "<family>/cublas_fp16" first, then the float32
+// `steps` (previous steps, named step_<id>, run on the same float16 values as floats), then
+// the float16 `rows`. See the top of this file.
+inline void register_fp16_gemm_rows(const std::string& family,
+                                    const std::vector<std::pair<std::string, GemmFn>>& steps,
+                                    const std::vector<std::pair<std::string, GemmFnOf<__half>>>& rows,
+                                    const std::vector<int>& sizes) {
+  const std::string previous_step = detail::last_step(steps);
+  detail::register_gemm_row<__half>(
+      family, Dtype::fp16, "cublas_fp16", previous_step,
+      [](int n, float alpha, const __half* A, const __half* B, float beta, float* C,
+         cudaStream_t stream) {
+        static CublasHandle cublas;
+        cublas_gemm_fp16_row_major(cublas.get(), n, n, n, alpha, A, B, beta, C, stream);
+      },
+      sizes);
+  for (const auto& [impl, gemm] : steps) {
+    detail::register_gemm_row<float>(family, Dtype::fp16, impl, previous_step,
+                                     detail::square<float>(gemm), sizes);
+  }
+  for (const auto& [impl, gemm] : rows) {
+    detail::register_gemm_row<__half>(family, Dtype::fp16, impl, previous_step,
+                                      detail::square<__half>(gemm), sizes);
   }
 }
 

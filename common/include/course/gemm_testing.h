@@ -41,11 +41,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <exception>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "course/cuda_check.h"
@@ -183,11 +185,6 @@ inline std::string gemm_case_name(const ::testing::TestParamInfo<GemmCase>& info
 // float64 reference, as described at the top of this file. Reports failures with
 // ADD_FAILURE, each ending with `hint`. `stream` is passed to gemm, which must finish its
 // work there.
-// A GEMM whose A and B hold `Input` elements (float or __half); C is float.
-template <typename Input>
-using GemmFnOf = void (*)(int M, int N, int K, float alpha, const Input* A, const Input* B,
-                          float beta, float* C, cudaStream_t stream);
-
 template <typename Input>
 void expect_gemm_matches_reference(GemmFnOf<Input> gemm, GemmShape shape, float alpha,
                                    float beta, const char* hint, cudaStream_t stream = nullptr) {
@@ -317,6 +314,47 @@ void expect_gemm_rejects_negative_sizes(GemmFnOf<Input> gemm, const char* hint) 
     }
   }
   CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// Matrices that start a few elements past a 16-byte boundary (slices of larger tensors)
+// must still come out right: a GEMM that uses 16-byte loads or stores has to notice and take
+// its element-by-element path. For every offset, A, B and C each start `offset` elements
+// into their buffers; alpha and beta are not 1 and 0, so C is read as well as written.
+template <typename Input>
+void expect_gemm_handles_misaligned_pointers(GemmFnOf<Input> gemm, GemmShape shape,
+                                             const std::vector<std::size_t>& offsets,
+                                             const char* hint) {
+  const std::size_t MN = static_cast<std::size_t>(shape.M) * shape.N;
+  const std::uint64_t seed = test_seed() + 11;
+  const auto A = gemm_inputs<Input>(static_cast<std::size_t>(shape.M) * shape.K, seed);
+  const auto B = gemm_inputs<Input>(static_cast<std::size_t>(shape.K) * shape.N, seed + 1);
+  const auto C0 = random_uniform<float>(MN, seed + 2);
+  const float alpha = 1.25f, beta = -0.5f;
+  const std::vector<double> expected = reference_gemm(shape, alpha, A.exact, B.exact, beta, C0);
+
+  for (const std::size_t offset : offsets) {
+    // `offset` spare elements in front of the matrix, a few behind.
+    auto placed = [offset](const auto& values) {
+      using T = typename std::decay_t<decltype(values)>::value_type;
+      std::vector<T> padded(values.size() + offset + 8, T(0.0f));
+      std::copy(values.begin(), values.end(), padded.begin() + static_cast<std::ptrdiff_t>(offset));
+      return DeviceBuffer<T>::from_host(padded);
+    };
+    auto device_a = placed(A.device);
+    auto device_b = placed(B.device);
+    auto device_c = placed(C0);
+    gemm(shape.M, shape.N, shape.K, alpha, device_a.data() + offset, device_b.data() + offset,
+         beta, device_c.data() + offset, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> all = device_c.to_host();
+    const std::vector<float> c(all.begin() + static_cast<std::ptrdiff_t>(offset),
+                               all.begin() + static_cast<std::ptrdiff_t>(offset + MN));
+    EXPECT_TRUE(verify(c, expected, gemm_tolerance(gemm_input_dtype<Input>(), shape.K)))
+        << "M x N x K = " << to_string(shape) << ", A and B start " << offset * sizeof(Input)
+        << " bytes and C " << offset * sizeof(float) << " bytes past a 16-byte boundary: "
+        << "16-byte accesses are not allowed there (a misaligned 16-byte load faults or reads "
+        << "the wrong bytes). " << hint;
+  }
 }
 
 // The GEMM must queue its work on the stream it is given: captured into a CUDA graph from
