@@ -22,6 +22,11 @@ constexpr const char* kTiledHint =
     "look at TODO(m2.07c) (the warp's fragments from the shared tiles and its 8 mma_sync) and "
     "TODO(m2.07d) (the epilogue: each fragment through scratch, written inside C only) in "
     "month2/07_wmma/wmma_gemm.cu";
+constexpr const char* kMmaHint =
+    "look at TODO(m2.07e) (the fragments through ldmatrix: each lane's row address), "
+    "TODO(m2.07f) (the pipeline: wait, barrier, the next tile's copy, commit) and "
+    "TODO(m2.07g) (the epilogue: each lane's accumulators to C, inside C only) in "
+    "month2/07_wmma/mma_gemm.cu";
 
 // --- Part 1: one warp per 16 x 16 tile, straight from global memory --------------------------
 
@@ -114,6 +119,48 @@ TEST_F(WmmaTiledArgumentsTest, MisalignedPointersAreHandled) {
   course::expect_gemm_handles_misaligned_pointers(course::impl::wmma_gemm,
                                                   course::GemmShape{136, 144, 72},  // K, N % 8 == 0
                                                   {1, 3, 4}, kTiledHint);
+}
+
+// --- Part 3: ldmatrix + mma.sync, 128 x 256 tiles, 3 stages, swizzled ------------------------
+
+class MmaGemmTest : public course::GpuTest,
+                    public ::testing::WithParamInterface<course::GemmCase> {};
+
+TEST_P(MmaGemmTest, MatchesFloat64Reference) {
+  course::expect_gemm_matches_reference(course::impl::mma_gemm, GetParam(), kMmaHint);
+}
+
+// The whole month-2 list, then shapes aimed at this kernel: exactly one 128 x 256 tile, one
+// element more in every direction, a K of one stage (64), of fewer stages than the pipeline
+// holds (128), of many (1000), K < 16, and two tiles each way.
+INSTANTIATE_TEST_SUITE_P(Shapes, MmaGemmTest, ::testing::ValuesIn(course::gemm_test_cases()),
+                         course::gemm_case_name);
+INSTANTIATE_TEST_SUITE_P(
+    TileEdges, MmaGemmTest,
+    ::testing::Values(course::GemmCase{{128, 256, 64}, 1.0f, 0.0f},
+                      course::GemmCase{{129, 257, 72}, 1.0f, 0.0f},
+                      course::GemmCase{{256, 512, 128}, 0.5f, -0.75f},
+                      course::GemmCase{{300, 520, 1000}, 1.0f, 0.0f},
+                      course::GemmCase{{1000, 1000, 8}, 1.5f, 0.5f},
+                      course::GemmCase{{2048, 2048, 2048}, 1.0f, 0.0f}),
+    course::gemm_case_name);
+
+class MmaGemmArgumentsTest : public course::GpuTest {};
+
+TEST_F(MmaGemmArgumentsTest, NegativeSizesAreRejectedWithAClearError) {
+  course::expect_gemm_rejects_negative_sizes(course::impl::mma_gemm, kMmaHint);
+}
+
+TEST_F(MmaGemmArgumentsTest, RunsOnTheGivenStream) {
+  course::expect_gemm_runs_on_stream(course::impl::mma_gemm, kMmaHint);
+}
+
+// 16-byte copies need 16-byte aligned rows: A and B 2, 6 and 8 bytes past an aligned
+// address must take the element-by-element path, and C 4 bytes past one the scalar stores.
+TEST_F(MmaGemmArgumentsTest, MisalignedPointersAreHandled) {
+  course::expect_gemm_handles_misaligned_pointers(course::impl::mma_gemm,
+                                                  course::GemmShape{136, 264, 72},  // K, N % 8 == 0
+                                                  {1, 3, 4}, kMmaHint);
 }
 
 }  // namespace

@@ -179,7 +179,9 @@ __global__ void __launch_bounds__(kThreads)
   const int warp_n = (warp % kWarpsN) * kWarpN;
 
   Accumulator acc[kFragmentsM][kFragmentsN];
+#pragma unroll
   for (int i = 0; i < kFragmentsM; ++i) {
+#pragma unroll
     for (int j = 0; j < kFragmentsN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
   }
 
@@ -217,7 +219,9 @@ __global__ void __launch_bounds__(kThreads)
   // check the edges of C each fragment goes through a 16 x 16 scratch tile in shared memory
   // (store_matrix_sync), and the lanes write it out element by element: 8 each.
   float* scratch = reinterpret_cast<float*>(shared) + warp * kFragment * kFragment;
+#pragma unroll
   for (int i = 0; i < kFragmentsM; ++i) {
+#pragma unroll
     for (int j = 0; j < kFragmentsN; ++j) {
       // TODO(m2.07d): write fragment acc[i][j] to C, inside the matrix only.
       //  1. wmma::store_matrix_sync(scratch, acc[i][j], kFragment, wmma::mem_row_major),

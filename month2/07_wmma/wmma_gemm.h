@@ -1,5 +1,5 @@
-// The interface of exercise m2.07. Your skeleton (month2/07_wmma/wmma_gemm.cu) and the
-// reference (solutions/month2/07_wmma/wmma_gemm.cu) both implement it.
+// The interface of exercise m2.07. Your skeleton (month2/07_wmma/wmma_gemm.cu and
+// mma_gemm.cu) and the reference (the same files under solutions/) both implement it.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -25,4 +25,10 @@ COURSE_DECLARE_IMPLS(
     // asynchronously), eight warps of 64 x 32, and an epilogue that handles the edges: any
     // M, N, K >= 0 and any alignment of the pointers.
     void wmma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B,
-                   float beta, float* C, cudaStream_t stream = nullptr);)
+                   float beta, float* C, cudaStream_t stream = nullptr);
+
+    // Part 3 (mma_gemm.cu): ldmatrix and mma.sync instead of WMMA, 128 x 256 block tiles of
+    // 8 warps of 64 x 64, four stages of swizzled shared memory, C written straight from
+    // the accumulators: any M, N, K >= 0 and any alignment, like part 2.
+    void mma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B,
+                  float beta, float* C, cudaStream_t stream = nullptr);)

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -174,26 +175,46 @@ struct GemmInputs {
   std::vector<Input> device;
   std::vector<float> exact;
 };
-// `values` as `Input` elements. For float16 the values must already be float16 values (as
-// gemm_inputs makes them): the conversion is then exact.
+// One float as an `Input` element (float, __half or __nv_bfloat16), rounded to nearest,
+// and back.
+template <typename Input>
+Input gemm_input_from_float(float value) {
+  if constexpr (std::is_same_v<Input, float>) {
+    return value;
+  } else if constexpr (std::is_same_v<Input, __half>) {
+    return __float2half(value);
+  } else {
+    static_assert(std::is_same_v<Input, __nv_bfloat16>, "GEMM inputs: float, __half or bf16");
+    return __float2bfloat16(value);
+  }
+}
+template <typename Input>
+float gemm_input_to_float(Input value) {
+  if constexpr (std::is_same_v<Input, float>) {
+    return value;
+  } else if constexpr (std::is_same_v<Input, __half>) {
+    return __half2float(value);
+  } else {
+    return __bfloat162float(value);
+  }
+}
+
+// `values` as `Input` elements. For float16 and bfloat16 the values must already be values
+// of that type (as gemm_inputs makes them): the conversion is then exact.
 template <typename Input>
 std::vector<Input> gemm_inputs_as(const std::vector<float>& values) {
-  if constexpr (std::is_same_v<Input, float>) {
-    return values;
-  } else {
-    std::vector<Input> converted(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) converted[i] = __float2half(values[i]);
-    return converted;
-  }
+  std::vector<Input> converted(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) converted[i] = gemm_input_from_float<Input>(values[i]);
+  return converted;
 }
 
 template <typename Input>
 GemmInputs<Input> gemm_inputs(std::size_t count, std::uint64_t seed) {
   GemmInputs<Input> inputs;
   inputs.exact = random_uniform<float>(count, seed);
-  if constexpr (!std::is_same_v<Input, float>) {
-    // Round to float16, and keep for the reference what each value became.
-    for (float& value : inputs.exact) value = __half2float(__float2half(value));
+  // Round to the input type, and keep for the reference what each value became.
+  for (float& value : inputs.exact) {
+    value = gemm_input_to_float(gemm_input_from_float<Input>(value));
   }
   inputs.device = gemm_inputs_as<Input>(inputs.exact);
   return inputs;
@@ -202,7 +223,13 @@ GemmInputs<Input> gemm_inputs(std::size_t count, std::uint64_t seed) {
 // The precision the inputs carry, for gemm_tolerance.
 template <typename Input>
 constexpr Dtype gemm_input_dtype() {
-  return std::is_same_v<Input, float> ? Dtype::fp32 : Dtype::fp16;
+  if constexpr (std::is_same_v<Input, float>) {
+    return Dtype::fp32;
+  } else if constexpr (std::is_same_v<Input, __half>) {
+    return Dtype::fp16;
+  } else {
+    return Dtype::bf16;
+  }
 }
 
 // The tolerance for comparing a GEMM with the float64 reference, for inputs in [-1, 1]
@@ -257,16 +284,20 @@ inline void cublas_sgemm_row_major(cublasHandle_t handle, int M, int N, int K, f
                            A, std::max(K, 1), &beta, C, std::max(N, 1)));
 }
 
-// The same with float16 A and B and float32 C: cublasGemmEx accumulating in float32 on the
-// tensor cores (the baseline of m2.07). Same row-major trick as above.
-inline void cublas_gemm_fp16_row_major(cublasHandle_t handle, int M, int N, int K, float alpha,
-                                       const __half* A, const __half* B, float beta, float* C,
-                                       cudaStream_t stream) {
-  require_gemm_arguments("cublas_gemm_fp16_row_major", M, N, K);
+// The same with float16 or bfloat16 A and B and float32 C: cublasGemmEx accumulating in
+// float32 on the tensor cores (the baseline of m2.07 and m2.08). Same row-major trick as
+// above.
+template <typename Input>
+void cublas_gemm_row_major(cublasHandle_t handle, int M, int N, int K, float alpha,
+                           const Input* A, const Input* B, float beta, float* C,
+                           cudaStream_t stream) {
+  static_assert(!std::is_same_v<Input, float>, "float32 inputs: cublas_sgemm_row_major");
+  require_gemm_arguments("cublas_gemm_row_major", M, N, K);
   if (M == 0 || N == 0) return;  // an empty C: nothing to compute
+  const cudaDataType type = std::is_same_v<Input, __half> ? CUDA_R_16F : CUDA_R_16BF;
   CUBLAS_CHECK(cublasSetStream(handle, stream));
-  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, CUDA_R_16F,
-                            std::max(N, 1), A, CUDA_R_16F, std::max(K, 1), &beta, C, CUDA_R_32F,
+  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, type,
+                            std::max(N, 1), A, type, std::max(K, 1), &beta, C, CUDA_R_32F,
                             std::max(N, 1), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 

@@ -26,9 +26,10 @@
 // block of 32 rows, plus the first and last two) must match a float64 CPU reference within
 // gemm_tolerance(fp32, n).
 //
-// register_fp16_gemm_rows does the same for GEMMs with float16 A and B (m2.07): the inputs
-// are rounded to float16, the reference comes from the rounded values, the tolerance is
-// gemm_tolerance(fp16, n), and the baseline row is "<family>/cublas_fp16" (cublasGemmEx).
+// register_tensor_core_gemm_rows<Input> does the same for GEMMs with float16 or bfloat16 A
+// and B (m2.07, m2.08): the inputs are rounded to that type, the reference comes from the
+// rounded values, the tolerance is gemm_tolerance(fp16 or bf16, n), and the baseline row is
+// "<family>/cublas_fp16" or "<family>/cublas_bf16" (cublasGemmEx).
 // Float32 step rows given to it run on the same rounded values, as floats. A CPU reference of the whole 4096^3 product would take a minute
 // or more; the sampled rows cost a couple of seconds and are computed once per size, from
 // the same seeded inputs every row gets. Then it times with course::bench::measure (warm-up, L2 flushed
@@ -36,6 +37,7 @@
 #pragma once
 
 #include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -98,6 +100,9 @@ inline const GemmBenchProblem& gemm_bench_problem(int n, Dtype inputs) {
     if (inputs == Dtype::fp16) {
       problem->A = gemm_inputs<__half>(count, 1000 + n).exact;
       problem->B = gemm_inputs<__half>(count, 2000 + n).exact;
+    } else if (inputs == Dtype::bf16) {
+      problem->A = gemm_inputs<__nv_bfloat16>(count, 1000 + n).exact;
+      problem->B = gemm_inputs<__nv_bfloat16>(count, 2000 + n).exact;
     } else {
       problem->A = gemm_inputs<float>(count, 1000 + n).exact;
       problem->B = gemm_inputs<float>(count, 2000 + n).exact;
@@ -141,7 +146,7 @@ inline std::map<std::pair<std::string, int>, double>& gemm_bench_results() {
 
 // The baseline row of a family: cuBLAS on the family's input precision.
 inline std::string gemm_baseline(Dtype inputs) {
-  return inputs == Dtype::fp16 ? "cublas_fp16" : "cublas";
+  return inputs == Dtype::fp32 ? "cublas" : std::string("cublas_") + to_string(inputs);
 }
 
 template <typename Input>
@@ -253,29 +258,33 @@ inline void register_gemm_rows(const std::string& family,
   }
 }
 
-// The same for GEMMs with float16 A and B: "<family>/cublas_fp16" first, then the float32
-// `steps` (previous steps, named step_<id>, run on the same float16 values as floats), then
-// the float16 `rows`. See the top of this file.
-inline void register_fp16_gemm_rows(const std::string& family,
-                                    const std::vector<std::pair<std::string, GemmFn>>& steps,
-                                    const std::vector<std::pair<std::string, GemmFnOf<__half>>>& rows,
-                                    const std::vector<int>& sizes) {
-  const std::string previous_step = detail::last_step(steps);
-  detail::register_gemm_row<__half>(
-      family, Dtype::fp16, "cublas_fp16", previous_step,
-      [](int n, float alpha, const __half* A, const __half* B, float beta, float* C,
+// The same for GEMMs with float16 or bfloat16 A and B (`Input`): "<family>/cublas_fp16" (or
+// cublas_bf16) first, then the float32 `steps` (previous steps, named step_<id>, run on the
+// same rounded values as floats), then the `rows`. See the top of this file.
+template <typename Input>
+void register_tensor_core_gemm_rows(
+    const std::string& family, const std::vector<std::pair<std::string, GemmFn>>& steps,
+    const std::vector<std::pair<std::string, GemmFnOf<Input>>>& rows,
+    const std::vector<int>& sizes) {
+  constexpr Dtype inputs = gemm_input_dtype<Input>();
+  // The previous step may be a float32 GEMM (`steps`) or one of the same input type.
+  const std::string previous_step =
+      detail::last_step(rows).empty() ? detail::last_step(steps) : detail::last_step(rows);
+  detail::register_gemm_row<Input>(
+      family, inputs, detail::gemm_baseline(inputs), previous_step,
+      [](int n, float alpha, const Input* A, const Input* B, float beta, float* C,
          cudaStream_t stream) {
         static CublasHandle cublas;
-        cublas_gemm_fp16_row_major(cublas.get(), n, n, n, alpha, A, B, beta, C, stream);
+        cublas_gemm_row_major<Input>(cublas.get(), n, n, n, alpha, A, B, beta, C, stream);
       },
       sizes);
   for (const auto& [impl, gemm] : steps) {
-    detail::register_gemm_row<float>(family, Dtype::fp16, impl, previous_step,
+    detail::register_gemm_row<float>(family, inputs, impl, previous_step,
                                      detail::square<float>(gemm), sizes);
   }
   for (const auto& [impl, gemm] : rows) {
-    detail::register_gemm_row<__half>(family, Dtype::fp16, impl, previous_step,
-                                      detail::square<__half>(gemm), sizes);
+    detail::register_gemm_row<Input>(family, inputs, impl, previous_step,
+                                     detail::square<Input>(gemm), sizes);
   }
 }
 

@@ -175,7 +175,9 @@ __global__ void __launch_bounds__(kThreads)
   const int warp_n = (warp % kWarpsN) * kWarpN;
 
   Accumulator acc[kFragmentsM][kFragmentsN];
+#pragma unroll
   for (int i = 0; i < kFragmentsM; ++i) {
+#pragma unroll
     for (int j = 0; j < kFragmentsN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
   }
 
@@ -199,14 +201,18 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = 0; k < kBlockK; k += kFragment) {
       FragmentA a[kFragmentsM];
       FragmentB b[kFragmentsN];
+#pragma unroll
       for (int i = 0; i < kFragmentsM; ++i) {
         wmma::load_matrix_sync(a[i], As + i * kFragment * kLdA + k, kLdA);
       }
+#pragma unroll
       for (int j = 0; j < kFragmentsN; ++j) {
         wmma::load_matrix_sync(b[j], Bs + k * kLdB + j * kFragment, kLdB);
       }
       // 8 tensor-core products from 6 loaded fragments.
+#pragma unroll
       for (int i = 0; i < kFragmentsM; ++i) {
+#pragma unroll
         for (int j = 0; j < kFragmentsN; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
       }
     }
@@ -217,7 +223,9 @@ __global__ void __launch_bounds__(kThreads)
   // check the edges of C each fragment goes through a 16 x 16 scratch tile in shared memory
   // (store_matrix_sync), and the lanes write it out element by element: 8 each.
   float* scratch = reinterpret_cast<float*>(shared) + warp * kFragment * kFragment;
+#pragma unroll
   for (int i = 0; i < kFragmentsM; ++i) {
+#pragma unroll
     for (int j = 0; j < kFragmentsN; ++j) {
       wmma::store_matrix_sync(scratch, acc[i][j], kFragment, wmma::mem_row_major);
       __syncwarp();  // the fragment is in scratch, for every lane

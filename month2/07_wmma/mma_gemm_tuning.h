@@ -1,0 +1,23 @@
+// The steps from part 2 to part 3, each a variant of the reference mma_gemm with one piece of
+// the tuned kernel taken back or changed (tile shape, stages, shared-memory layout). The
+// benchmark times them side by side; README.md, part 3, reads the table. Defined in
+// solutions/month2/07_wmma/mma_gemm.cu only: your kernel is timed as it is.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "course/gemm.h"
+
+namespace course::solution::tuning {
+
+struct MmaTuningStep {
+  const char* name;  // e.g. "warp64x64_block128x256_4stages_swizzled"
+  GemmFnOf<__half> gemm;
+};
+
+const std::vector<MmaTuningStep>& mma_tuning_steps();
+
+}  // namespace course::solution::tuning

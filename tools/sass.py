@@ -1,0 +1,91 @@
+"""Reading compiled GPU machine code (SASS) with cuobjdump, for the course's technique checks.
+
+disassemble(library, cuobjdump="") returns {(arch, function): [opcode, ...]} for every
+kernel in a compiled library or object, or raises ToolMissing when cuobjdump (or the
+nvdisasm it calls) is not installed: the checks then report themselves skipped (exit 77).
+No GPU is needed, so the checks run in CI.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE for the checks
+
+
+class ToolMissing(Exception):
+    pass
+
+
+def python_package_bins():
+    """bin/ folders of NVIDIA's pip packages (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)."""
+    found = []
+    for entry in sys.path:
+        base = Path(entry) / "nvidia"
+        if base.is_dir():
+            found += sorted(p for p in base.glob("*/bin") if p.is_dir())
+            found += sorted(p for p in base.glob("*/*/bin") if p.is_dir())
+    return found
+
+
+def find_tool(name, hints=()):
+    for folder in hints:
+        if folder and (Path(folder) / name).is_file():
+            return str(Path(folder) / name)
+    found = shutil.which(name)
+    if found:
+        return found
+    for folder in ["/usr/local/cuda/bin"] + [str(p) for p in python_package_bins()]:
+        if (Path(folder) / name).is_file():
+            return str(Path(folder) / name)
+    return None
+
+
+def parse_sass(text):
+    """{(arch, function): [opcode, ...]} from cuobjdump -sass output."""
+    functions = {}
+    arch = "?"
+    current = None
+    for line in text.splitlines():
+        match = re.search(r"arch = (sm_\d+\w*)", line)
+        if match:
+            arch = match.group(1)
+            continue
+        match = re.match(r"\s*Function : (\S+)", line)
+        if match:
+            current = (arch, match.group(1))
+            functions.setdefault(current, [])
+            continue
+        match = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+        if match and current is not None:
+            instruction = re.sub(r"^@!?U?P[T0-9]+\s+", "", match.group(1).strip())
+            functions[current].append(instruction.split()[0])
+    return functions
+
+
+def disassemble(library, cuobjdump=""):
+    given = cuobjdump if cuobjdump and "NOTFOUND" not in cuobjdump else ""
+    tool = given if given and Path(given).is_file() else find_tool("cuobjdump")
+    if not tool:
+        raise ToolMissing("cuobjdump not found (it comes with the CUDA toolkit; "
+                          "`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm` also provides it)")
+    # cuobjdump -sass calls nvdisasm, which it looks for on PATH.
+    nvdisasm = find_tool("nvdisasm", [str(Path(tool).parent)])
+    if not nvdisasm:
+        raise ToolMissing(f"{tool} needs nvdisasm to print SASS, and none was found "
+                          "(CUDA toolkit, or `pip install nvidia-cuda-nvdisasm`)")
+    env = dict(os.environ)
+    env["PATH"] = str(Path(nvdisasm).parent) + os.pathsep + env.get("PATH", "")
+    result = subprocess.run([tool, "-sass", str(library)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"{tool} -sass {library} exited with {result.returncode}:\n"
+                           f"{result.stdout[-2000:]}")
+    return parse_sass(result.stdout)
+
+
+def is_local_memory(op):
+    """LDL / STL: registers the compiler ran out of ("spills"), or an array indexed at run time."""
+    return op.split(".")[0] in ("LDL", "STL")
