@@ -226,6 +226,8 @@ function(course_add_python_tests)
     set(PY_REQUIRES torch)
   endif()
   course_exercise_id(id month tag)
+  # Nothing to compile ahead: Python builds the extension when the tests run.
+  course_exercise_all_target(${id})
   file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   foreach(src IN LISTS PY_SOURCES)
     if(NOT EXISTS "${PROJECT_SOURCE_DIR}/solutions/${rel}/${src}")
