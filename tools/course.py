@@ -491,8 +491,22 @@ def command_reset(args, exercises):
 
 # ---------------------------------------------------------------------------- bench
 
+def benchmark_targets(name, exercises):
+    """(what to build, what run_benchmarks.py filters on) for an exercise, or for one of the
+    benchmarks that span several (month2/gemm_ladder, month2/memory_hierarchy)."""
+    for folder in sorted(ROOT.glob(f"month[0-9]*/{name}")):
+        if not EXERCISE_DIR.match(folder.relative_to(ROOT).as_posix()) and any(folder.glob("bench_*.cu")):
+            target = f"m{folder.parent.name[len('month'):]}_{name}_bench"
+            return target, target[: -len("_bench")]
+    try:
+        exercise = find_exercise(name, exercises)
+    except UsageError as error:
+        raise UsageError(f"{error}\nand the benchmarks gemm_ladder, memory_hierarchy") from None
+    return f"{exercise.id}_exercise_all", exercise.id
+
+
 def command_bench(args, exercises):
-    chosen = [find_exercise(name, exercises) for name in args.exercises]
+    chosen = [benchmark_targets(name, exercises) for name in args.exercises]
     runner = [sys.executable, str(ROOT / "tools" / "run_benchmarks.py"),
               "--build-dir", str(build_dir()), "--root", str(ROOT)]
     if args.record:
@@ -505,12 +519,12 @@ def command_bench(args, exercises):
             return 1
         return subprocess.call(runner)
     code = 0
-    for exercise in chosen:
-        if not build_target(f"{exercise.id}_exercise_all", quiet=True):
-            print(f"{exercise.title}: does not compile, so it cannot be timed")
+    for target, name in chosen:
+        if not build_target(target, quiet=True):
+            print(f"{name}: does not compile, so it cannot be timed")
             code = 1
             continue
-        code |= subprocess.call(runner + ["--filter", exercise.id])
+        code |= subprocess.call(runner + ["--filter", name])
     return code
 
 
@@ -565,7 +579,7 @@ def parser():
     sub = add("reset", command_reset, "put the skeleton back from git; your version is kept in backups/")
     sub.add_argument("exercise", metavar="EXERCISE")
     sub = add("bench", command_bench, "time your kernel beside the reference, the previous step and the "
-              "library; the table goes to <build>/results/<gpu>/")
+              "library; the table goes to <build>/results/<gpu>/ (also: gemm_ladder, memory_hierarchy)")
     sub.add_argument("exercises", nargs="*", metavar="EXERCISE")
     sub.add_argument("--record", action="store_true",
                      help="write the reference rows to the committed docs/results/<gpu>/ instead")

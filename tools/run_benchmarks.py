@@ -110,6 +110,8 @@ def to_microseconds(row):
 
 
 def markdown_table(rows):
+    # Latency rows (month2/memory_hierarchy) add a column; other tables keep their shape.
+    latency = any("latency_ns" in row for row in rows)
     groups = {}
     for row in rows:
         if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
@@ -123,8 +125,9 @@ def markdown_table(rows):
         baseline_row = next((r for impl, r in members if baseline and (impl == baseline or impl.startswith(baseline + "_"))), None)
         previous = next(((impl, r) for impl, r in members if PREVIOUS.match(impl)), None)
         if not lines:
-            lines.append("| benchmark | size | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |")
-            lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
+            lines.append("| benchmark | size | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |"
+                         + (" latency (ns) |" if latency else ""))
+            lines.append("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if latency else ""))
         for index, (impl, row) in enumerate(members):
             key, value = rate(row)
             of_baseline = None
@@ -141,7 +144,8 @@ def markdown_table(rows):
             lines.append(
                 f"| {family}/{impl} | {size} | {fmt(to_microseconds(row), 1)} | "
                 f"{fmt(row.get('GBps'), 0)} | {fmt(row.get('peak_pct'))} | {fmt(row.get('TFLOPS'), 2)} | "
-                f"{baseline_label} | {speedup_label} |")
+                f"{baseline_label} | {speedup_label} |"
+                + (f" {fmt(row.get('latency_ns'))} |" if latency else ""))
     return "\n".join(lines)
 
 
