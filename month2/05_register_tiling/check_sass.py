@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 SKIP = 77
-HINT = ("see TODO(m2.05d) (the copies) and TODO(m2.05e) (the fragments) in "
+HINT = ("see the TODOs m2.05d (the copies) and m2.05e (the fragments) in "
         "month2/05_register_tiling/sgemm_2d_register_tile.cu "
         "and README.md, 'Reading the machine code'")
 KERNEL_2D = "sgemm_2d_kernel"

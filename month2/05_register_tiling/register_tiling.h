@@ -27,5 +27,5 @@ COURSE_DECLARE_IMPLS(
 
     // Whether sgemm_2d_register_tile takes its float4 path (128-bit loads, copies and
     // stores) for these sizes and pointers: only when every row of A, B and C starts on a
-    // 16-byte boundary. Host code, no GPU needed; the tests ask it what TODO(m2.05h) chose.
+    // 16-byte boundary. Host code, no GPU needed: a test checks the choice it makes.
     bool sgemm_2d_uses_float4(int N, int K, const float* A, const float* B, const float* C);)
