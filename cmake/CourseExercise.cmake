@@ -13,6 +13,8 @@
 #   m1_01_vector_add_exercise_test   the TESTS linked to your version
 #   m1_01_vector_add_solution_test   the same TESTS linked to the reference solution
 #   m1_01_vector_add_bench           the BENCHMARKS, linked to both, so one run times both
+#   m1_01_vector_add_exercise_all    your library, its tests and the benchmark: what
+#                                    `./course grade m1_01` builds, and nothing else
 # Every GoogleTest case becomes a ctest test named
 #   <exercise|solution>/m1_01_vector_add/<Suite>.<Case>
 # with the labels month1, m1_01_vector_add, exercise|solution and gpu, so
@@ -27,6 +29,14 @@
 add_custom_target(course_exercises)   # everything `./course grade` needs
 add_custom_target(course_solutions)   # the reference solutions and their tests
 add_custom_target(course_benchmarks)  # every benchmark binary
+
+# <id>_exercise_all: everything grading one exercise needs. Building one exercise at a time
+# keeps a grade to seconds, and a compile error in one exercise never blocks another.
+function(course_exercise_all_target id)
+  if(NOT TARGET ${id}_exercise_all)
+    add_custom_target(${id}_exercise_all)
+  endif()
+endfunction()
 
 # Gives every test gtest_discover_tests finds in <target> the given labels.
 # (Its own PROPERTIES argument flattens a list of labels, so the labels are set by a
@@ -60,6 +70,8 @@ function(course_add_exercise)
   file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${rel}")
 
+  course_exercise_all_target(${id})
+
   foreach(impl exercise solution)
     set(impl_sources "")
     foreach(src IN LISTS EX_SOURCES)
@@ -79,12 +91,18 @@ function(course_add_exercise)
     target_compile_definitions(${lib} PRIVATE COURSE_IMPL=${impl})
     target_link_libraries(${lib} PUBLIC course_common ${EX_LIBRARIES})
     add_dependencies(course_${impl}s ${lib})
+    if(impl STREQUAL "exercise")
+      add_dependencies(${id}_exercise_all ${lib})
+    endif()
 
     if(EX_TESTS)
       add_executable(${lib}_test ${EX_TESTS})
       target_link_libraries(${lib}_test PRIVATE ${lib} course_test_support)
       target_compile_definitions(${lib}_test PRIVATE COURSE_IMPL=${impl})
       add_dependencies(course_${impl}s ${lib}_test)
+      if(impl STREQUAL "exercise")
+        add_dependencies(${id}_exercise_all ${lib}_test)
+      endif()
       gtest_discover_tests(${lib}_test
         TEST_PREFIX "${impl}/${id}/"
         DISCOVERY_TIMEOUT 60
@@ -99,6 +117,7 @@ function(course_add_exercise)
     target_link_libraries(${id}_bench PRIVATE ${id}_exercise ${id}_solution course_bench_support)
     target_compile_definitions(${id}_bench PRIVATE COURSE_BENCHMARK_BUILD=1)
     add_dependencies(course_benchmarks ${id}_bench)
+    add_dependencies(${id}_exercise_all ${id}_bench)
   endif()
 endfunction()
 

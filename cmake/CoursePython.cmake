@@ -19,9 +19,11 @@
 # The skeleton's CPU classes get no `cpu` label on purpose: `./course test` runs
 # `ctest -L '^(solution|cpu)$'`, and the skeleton's tests fail until you do the TODOs.
 #
-# Which Python runs them: the first that can `import torch` of COURSE_PYTHON (set it with
-# -DCOURSE_PYTHON=/path/to/python3), python3 on PATH, the interpreter CMake found, and
-# /usr/bin/python3. If none can, the tests are still registered and report themselves
+# Which Python runs them: of COURSE_PYTHON (set it with -DCOURSE_PYTHON=/path/to/python3), the
+# active virtual environment (VIRTUAL_ENV) or conda environment (CONDA_PREFIX), python3 on
+# PATH, the interpreter CMake found, and /usr/bin/python3, the first whose PyTorch is built
+# with CUDA, or else the first that can `import torch` (configure says which, and that its
+# CUDA tests will be skipped). If none can, the tests are still registered and report themselves
 # skipped, with the reason, never passed. Each test runs through a small runner (written to
 # <build>/course_python/run_python_tests.py) that uses pytest when that interpreter has it,
 # unittest otherwise, and exits with 77 (SKIP_RETURN_CODE) when every test was skipped.
@@ -171,9 +173,17 @@ function(_course_find_torch_python)
   set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON_SEARCHED TRUE)
 
   find_program(_course_path_python3 NAMES python3 python NO_CACHE)
+  # The learner's active environment first (a virtual environment or conda, where a CUDA
+  # PyTorch usually lives), then python3 on PATH, then the system's.
+  set(environments "")
+  foreach(variable IN ITEMS VIRTUAL_ENV CONDA_PREFIX)
+    if(DEFINED ENV{${variable}} AND NOT "$ENV{${variable}}" STREQUAL "")
+      list(APPEND environments "$ENV{${variable}}/bin/python3")
+    endif()
+  endforeach()
   set(candidates "")
-  foreach(candidate IN ITEMS "${COURSE_PYTHON}" "${_course_path_python3}" "${Python3_EXECUTABLE}"
-                             /usr/bin/python3 /usr/local/bin/python3)
+  foreach(candidate IN ITEMS "${COURSE_PYTHON}" ${environments} "${_course_path_python3}"
+                             "${Python3_EXECUTABLE}" /usr/bin/python3 /usr/local/bin/python3)
     if(candidate AND EXISTS "${candidate}")
       list(APPEND candidates "${candidate}")
     endif()
@@ -185,30 +195,50 @@ function(_course_find_torch_python)
   endif()
   set_property(GLOBAL PROPERTY COURSE_ANY_PYTHON "${any_python}")
 
+  # The answer depends on COURSE_PYTHON and on the environment active at configure time.
+  set(key "${COURSE_PYTHON};$ENV{VIRTUAL_ENV};$ENV{CONDA_PREFIX}")
   if(COURSE_TORCH_PYTHON_FOUND AND EXISTS "${COURSE_TORCH_PYTHON_FOUND}"
-     AND "${COURSE_TORCH_PYTHON_KEY}" STREQUAL "${COURSE_PYTHON}")
+     AND "${COURSE_TORCH_PYTHON_KEY}" STREQUAL "${key}")
     set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON "${COURSE_TORCH_PYTHON_FOUND}")
     message(STATUS "Python tests: ${COURSE_TORCH_PYTHON_FOUND} (${COURSE_TORCH_PYTHON_ABOUT})")
     return()
   endif()
 
-  set(probe "import importlib.util, torch; print('torch ' + torch.__version__ + ', ' + ('pytest' if importlib.util.find_spec('pytest') else 'unittest'))")
+  # Prints e.g. "torch 2.4.0, CUDA 12.4, pytest" or "torch 1.13.1, no CUDA, unittest".
+  set(probe "import importlib.util, torch; print('torch ' + torch.__version__ + ', ' + ('CUDA ' + torch.version.cuda if torch.version.cuda else 'no CUDA') + ', ' + ('pytest' if importlib.util.find_spec('pytest') else 'unittest'))")
+  set(chosen "")
+  set(chosen_about "")
   foreach(candidate IN LISTS candidates)
     execute_process(COMMAND "${candidate}" -c "${probe}"
                     RESULT_VARIABLE result OUTPUT_VARIABLE about ERROR_QUIET
                     OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 120)
-    if(result EQUAL 0)
-      set(COURSE_TORCH_PYTHON_FOUND "${candidate}" CACHE INTERNAL "Python with torch")
-      set(COURSE_TORCH_PYTHON_KEY "${COURSE_PYTHON}" CACHE INTERNAL "COURSE_PYTHON it was found for")
-      set(COURSE_TORCH_PYTHON_ABOUT "${about}" CACHE INTERNAL "its torch version and test runner")
-      set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON "${candidate}")
-      message(STATUS "Python tests: ${candidate} (${about})")
-      return()
+    if(result EQUAL 0 AND NOT chosen)
+      set(chosen "${candidate}")
+      set(chosen_about "${about}")
     endif()
-    if(candidate STREQUAL COURSE_PYTHON)
+    # A PyTorch built with CUDA wins over an earlier CPU-only one.
+    if(result EQUAL 0 AND about MATCHES ", CUDA ")
+      set(chosen "${candidate}")
+      set(chosen_about "${about}")
+      break()
+    endif()
+    if(NOT result EQUAL 0 AND candidate STREQUAL COURSE_PYTHON)
       message(WARNING "COURSE_PYTHON=${COURSE_PYTHON} cannot import torch; looking for another Python")
     endif()
   endforeach()
+  if(chosen)
+    set(COURSE_TORCH_PYTHON_FOUND "${chosen}" CACHE INTERNAL "Python with torch")
+    set(COURSE_TORCH_PYTHON_KEY "${key}" CACHE INTERNAL "COURSE_PYTHON and environment it was found for")
+    set(COURSE_TORCH_PYTHON_ABOUT "${chosen_about}" CACHE INTERNAL "its torch version and test runner")
+    set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON "${chosen}")
+    message(STATUS "Python tests: ${chosen} (${chosen_about})")
+    if(chosen_about MATCHES "no CUDA")
+      message(STATUS "Python tests: this PyTorch has no CUDA, so the CUDA tests (m1.05) will "
+                     "report themselves skipped. For them, activate an environment with a CUDA "
+                     "PyTorch and configure again, or -DCOURSE_PYTHON=/path/to/python3")
+    endif()
+    return()
+  endif()
   unset(COURSE_TORCH_PYTHON_FOUND CACHE)
   set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON "")
   string(REPLACE ";" ", " tried "${candidates}")
@@ -226,6 +256,8 @@ function(course_add_python_tests)
     set(PY_REQUIRES torch)
   endif()
   course_exercise_id(id month tag)
+  # Nothing to compile ahead: Python builds the extension when the tests run.
+  course_exercise_all_target(${id})
   file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   foreach(src IN LISTS PY_SOURCES)
     if(NOT EXISTS "${PROJECT_SOURCE_DIR}/solutions/${rel}/${src}")

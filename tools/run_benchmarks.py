@@ -3,9 +3,13 @@
 
 For every benchmark program of the build (the *_bench executables, and the Python
 bench_*.py scripts of the exercises) it writes Google Benchmark JSON to
-docs/results/<gpu>/<name>.json, then docs/results/<gpu>/README.md with one table per
+<results>/<gpu>/<name>.json, then <results>/<gpu>/README.md with one table per
 benchmark: each row's time and rate, and ratios to the rows it is compared with
-(the library baseline, the previous step), all measured in the same run.
+(the library baseline, the previous step), all measured in the same run. It prints the
+tables of the benchmarks it ran, and where matplotlib is installed draws each one as a
+picture beside its JSON (tools/plot_results.py). <results> is docs/results, the committed
+tables of the reference GPU, unless --results-dir says otherwise (./course bench writes to
+<build>/results, ./course bench --record to docs/results).
 
 Row names are <family>/<implementation>/<size...>, where the implementation is
 `exercise` (yours), `solution` (the reference), `step_<id>` (the previous step's
@@ -13,8 +17,8 @@ solution), or a baseline such as `memcpy` or `cublas`. A ladder puts every step 
 sequence in one table: <family>/<step>/<solution|exercise>/<size...>, each row compared
 with the reference of the step above it (month2/gemm_ladder).
 
-By default the learner's rows are left out (`--include-exercise` keeps them), so the
-committed results describe the reference solutions.
+By default the learner's rows are left out (`--include-exercise` keeps them, as
+./course bench does), so the committed results describe the reference solutions.
 """
 import argparse
 import json
@@ -106,6 +110,8 @@ def to_microseconds(row):
 
 
 def markdown_table(rows):
+    # Latency rows (month2/memory_hierarchy) add a column; other tables keep their shape.
+    latency = any("latency_ns" in row for row in rows)
     groups = {}
     for row in rows:
         if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
@@ -119,8 +125,9 @@ def markdown_table(rows):
         baseline_row = next((r for impl, r in members if baseline and (impl == baseline or impl.startswith(baseline + "_"))), None)
         previous = next(((impl, r) for impl, r in members if PREVIOUS.match(impl)), None)
         if not lines:
-            lines.append("| benchmark | size | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |")
-            lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
+            lines.append("| benchmark | size | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |"
+                         + (" latency (ns) |" if latency else ""))
+            lines.append("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if latency else ""))
         for index, (impl, row) in enumerate(members):
             key, value = rate(row)
             of_baseline = None
@@ -137,7 +144,8 @@ def markdown_table(rows):
             lines.append(
                 f"| {family}/{impl} | {size} | {fmt(to_microseconds(row), 1)} | "
                 f"{fmt(row.get('GBps'), 0)} | {fmt(row.get('peak_pct'))} | {fmt(row.get('TFLOPS'), 2)} | "
-                f"{baseline_label} | {speedup_label} |")
+                f"{baseline_label} | {speedup_label} |"
+                + (f" {fmt(row.get('latency_ns'))} |" if latency else ""))
     return "\n".join(lines)
 
 
@@ -156,6 +164,9 @@ def write_report(out_dir, gpu_name, results):
             parts.append("")
         parts.append(markdown_table(data.get("benchmarks", [])))
         parts.append("")
+        if (out_dir / f"{name}.png").is_file():
+            parts.append(f"![{name}]({name}.png)")
+            parts.append("")
     (out_dir / "README.md").write_text("\n".join(parts))
 
 
@@ -166,7 +177,9 @@ def main():
     parser.add_argument("--filter", default="", help="only benchmarks whose name contains this (e.g. m1_01)")
     parser.add_argument("--include-exercise", action="store_true", help="also time your own kernels")
     parser.add_argument("--gpu-name", help="override the GPU name used for the results folder")
-    parser.add_argument("--out-dir", type=Path, help="override docs/results/<gpu>/")
+    parser.add_argument("--results-dir", type=Path,
+                        help="write to <this>/<gpu>/ (default: <root>/docs/results)")
+    parser.add_argument("--out-dir", type=Path, help="write to exactly this folder instead")
     parser.add_argument("--report-only", action="store_true", help="rebuild README.md from the JSON files")
     args = parser.parse_args()
 
@@ -174,10 +187,11 @@ def main():
     if not gpu and not args.out_dir:
         print("run_benchmarks: no NVIDIA GPU found (nvidia-smi); benchmarks need one.", file=sys.stderr)
         return 2
-    out_dir = args.out_dir or args.root / "docs" / "results" / gpu_slug(gpu)
+    out_dir = args.out_dir or (args.results_dir or args.root / "docs" / "results") / gpu_slug(gpu)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     failures = []
+    ran = []
     if not args.report_only:
         exclude = [] if args.include_exercise else ["--benchmark_filter=-/exercise/"]
         for binary in find_cpp_benchmarks(args.build_dir.resolve(), args.filter):
@@ -185,20 +199,33 @@ def main():
             out = out_dir / f"{name}.json"
             print(f"== {binary.name}", flush=True)
             code = subprocess.call([str(binary), f"--benchmark_out={out}", "--benchmark_out_format=json", *exclude])
+            ran.append(out)
             if code != 0:
                 failures.append(f"{binary.name} exited with {code}")
         for script in find_python_benchmarks(args.root, args.filter):
             out = out_dir / f"{python_benchmark_id(script)}.json"
             print(f"== {script.relative_to(args.root)}", flush=True)
             code = subprocess.call([sys.executable, str(script), "--json", str(out)])
+            ran.append(out)
             if code != 0:
                 failures.append(f"{script.name} exited with {code}")
 
+    import plot_results  # draws with matplotlib, and uses this file's row names
+
+    ran = [path for path in ran if path.is_file()]
+    if args.report_only:  # redraw the pictures of the JSON files already there
+        ran = [path for path in sorted(out_dir.glob("*.json")) if args.filter in path.stem]
+    pictures = plot_results.draw_all(out_dir, {path.stem for path in ran})
+    if pictures is None:
+        print("run_benchmarks: matplotlib is not installed (pip install matplotlib): tables only, no pictures")
     results = []
     for path in sorted(out_dir.glob("*.json")):
         results.append((path.stem, json.loads(path.read_text())))
     write_report(out_dir, gpu or out_dir.name, results)
-    print(f"run_benchmarks: wrote {out_dir.relative_to(args.root) if out_dir.is_relative_to(args.root) else out_dir}/README.md")
+    for path in ran if not args.report_only else []:
+        print(f"\n## {path.stem}\n\n{markdown_table(json.loads(path.read_text()).get('benchmarks', []))}")
+    shown = out_dir.relative_to(args.root) if out_dir.is_relative_to(args.root) else out_dir
+    print(f"\nrun_benchmarks: wrote {shown}/README.md" + (f" and {len(pictures)} picture(s)" if pictures else ""))
     for failure in failures:
         print(f"run_benchmarks: {failure}", file=sys.stderr)
     return 1 if failures else 0

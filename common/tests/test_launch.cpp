@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "course/launch.h"
 
@@ -12,6 +13,17 @@ TEST(CeilDiv, RoundsUp) {
   EXPECT_EQ(course::ceil_div(256, 256), 1);
   EXPECT_EQ(course::ceil_div(257, 256), 2);
   EXPECT_EQ(course::ceil_div<std::int64_t>((1ll << 40) + 1, 1024), (1ll << 30) + 1);
+}
+
+TEST(CeilDiv, MixesIntegerTypesInTheWiderOne) {
+  // A 64-bit element count over an int block size, as every launcher writes it.
+  const std::int64_t n = (std::int64_t{1} << 40) + 1;
+  constexpr int kElementsPerBlock = 1024;
+  static_assert(std::is_same_v<decltype(course::ceil_div(n, kElementsPerBlock)), std::int64_t>,
+                "ceil_div(int64_t, int) must compute in 64 bits");
+  EXPECT_EQ(course::ceil_div(n, kElementsPerBlock), (std::int64_t{1} << 30) + 1);
+  EXPECT_EQ(course::ceil_div(1000, std::int64_t{256}), 4);
+  static_assert(course::ceil_div(std::int64_t{1000}, 256) == 4, "ceil_div is constexpr");
 }
 
 TEST(Require, ThrowsWithTheFunctionName) {

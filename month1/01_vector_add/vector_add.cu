@@ -26,7 +26,8 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 // blocks resident on each multiprocessor. README.md explains the choice.
 constexpr int kThreadsPerBlock = 256;
 constexpr int kElementsPerThread = 4;
-constexpr int kElementsPerBlock = kThreadsPerBlock * kElementsPerThread;
+// [[maybe_unused]]: the skeleton does not use it yet, and the compiler would warn.
+[[maybe_unused]] constexpr int kElementsPerBlock = kThreadsPerBlock * kElementsPerThread;
 
 __global__ void __launch_bounds__(kThreadsPerBlock)
     vector_add_kernel(const float* __restrict__ a, const float* __restrict__ b,

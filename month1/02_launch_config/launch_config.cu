@@ -1,8 +1,8 @@
 // Exercise m1.02: launch configuration, grid-stride loops and float4.
 //
 // What changes from m1.01, and why it should be faster:
-//  * vector_add_grid_stride: m1.01 started one thread per element, n / 256 blocks that the
-//    GPU schedules wave after wave. Here the grid is just big enough to fill every
+//  * vector_add_grid_stride: m1.01 started enough blocks to cover the array once (four
+//    elements per thread, n / 1024 blocks), which the GPU schedules wave after wave. Here the grid is just big enough to fill every
 //    multiprocessor (SM) once, and each thread walks the array with a stride of the whole
 //    grid. The block size becomes a parameter, so the benchmark can sweep it and show what
 //    occupancy does to bandwidth.

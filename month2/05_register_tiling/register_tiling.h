@@ -23,4 +23,9 @@ COURSE_DECLARE_IMPLS(
     // loads, a transposed A tile and copies that run ahead of the arithmetic.
     void sgemm_2d_register_tile(int M, int N, int K, float alpha, const float* A,
                                 const float* B, float beta, float* C,
-                                cudaStream_t stream = nullptr);)
+                                cudaStream_t stream = nullptr);
+
+    // Whether sgemm_2d_register_tile takes its float4 path (128-bit loads, copies and
+    // stores) for these sizes and pointers: only when every row of A, B and C starts on a
+    // 16-byte boundary. Host code, no GPU needed: a test checks the choice it makes.
+    bool sgemm_2d_uses_float4(int N, int K, const float* A, const float* B, const float* C);)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "course/gemm.h"
@@ -52,6 +53,50 @@ TEST_F(Sgemm1dArgumentsTest, RunsOnTheGivenStream) {
 }
 
 // --- Part 2: the 2D register tile --------------------------------------------------------
+// Two of its TODOs can be checked alone, before the others (README.md, "Check it"):
+//   ./course grade m2_05 --only Sgemm2dTodoH   the float4 decision (host code)
+//   ./course grade m2_05 --only Sgemm2dTodoG   the epilogue: K = 0 runs only TODO(m2.05g)
+// TODO(m2.05d), (e) and (f) only give a product together: the shape tests check them.
+
+// The float4 path must be taken whenever it is legal, or the kernel's 128-bit loads, copies
+// and stores (the check_sass.py check) never run. Pointers are only compared, never read.
+TEST(Sgemm2dTodoH, Float4PathOnlyWhenEveryRowIsAligned) {
+  const auto at = [](std::uintptr_t address) { return reinterpret_cast<const float*>(address); };
+  const float* aligned = at(0x10000);
+  const char* hint = "look at TODO(m2.05h) in month2/05_register_tiling/sgemm_2d_register_tile.cu";
+  EXPECT_TRUE(course::impl::sgemm_2d_uses_float4(4096, 4096, aligned, aligned, aligned))
+      << "N = K = 4096 with 16-byte aligned A, B and C: the float4 path is legal and must be "
+         "taken; " << hint;
+  EXPECT_FALSE(course::impl::sgemm_2d_uses_float4(4098, 4096, aligned, aligned, aligned))
+      << "N % 4 != 0: rows of B and C after the first are not 16-byte aligned; " << hint;
+  EXPECT_FALSE(course::impl::sgemm_2d_uses_float4(4096, 4090, aligned, aligned, aligned))
+      << "K % 4 != 0: rows of A after the first are not 16-byte aligned; " << hint;
+  for (int which = 0; which < 3; ++which) {
+    const float* off = at(0x10000 + 4);
+    EXPECT_FALSE(course::impl::sgemm_2d_uses_float4(4096, 4096, which == 0 ? off : aligned,
+                                                     which == 1 ? off : aligned,
+                                                     which == 2 ? off : aligned))
+        << "matrix " << "ABC"[which] << " starts 4 bytes past a 16-byte boundary; " << hint;
+  }
+}
+
+// With K = 0 there is no tile to multiply: C = beta * C comes from the epilogue alone.
+// Widths that are multiples of 4 (the float4 stores once TODO(m2.05h) is done) and not.
+class Sgemm2dTodoG : public course::GpuTest,
+                     public ::testing::WithParamInterface<course::GemmCase> {};
+
+TEST_P(Sgemm2dTodoG, EpilogueAloneWhenKIsZero) {
+  course::expect_gemm_matches_reference(
+      course::impl::sgemm_2d_register_tile, GetParam(),
+      "K = 0 runs only the epilogue: look at TODO(m2.05g) (write alpha * acc + beta * C, and "
+      "do not read C when beta == 0) in month2/05_register_tiling/sgemm_2d_register_tile.cu");
+}
+
+INSTANTIATE_TEST_SUITE_P(KIsZero, Sgemm2dTodoG,
+                         ::testing::Values(course::GemmCase{{130, 136, 0}, 1.0f, 0.5f},
+                                           course::GemmCase{{130, 136, 0}, 1.0f, 0.0f},
+                                           course::GemmCase{{67, 45, 0}, 2.0f, -0.75f}),
+                         course::gemm_case_name);
 
 class Sgemm2dRegisterTileTest : public course::GpuTest,
                                 public ::testing::WithParamInterface<course::GemmCase> {};

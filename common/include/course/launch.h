@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "course/cuda_check.h"
 
@@ -15,9 +16,16 @@ namespace course {
 // Number of blocks of `divisor` items needed to cover `count` items, rounding up:
 // ceil_div(1000, 256) == 4. The last block usually has threads with nothing to do,
 // which is why every kernel checks its index against the size.
-template <typename T>
-constexpr T ceil_div(T count, T divisor) {
-  return (count + divisor - 1) / divisor;
+//
+// The two arguments may be different integer types, as in ceil_div(n, kThreadsPerBlock)
+// with a 64-bit n and an int constant: the arithmetic and the result use the wider of the
+// two (std::common_type), so a 64-bit count never wraps in 32 bits.
+template <typename Count, typename Divisor>
+__host__ __device__ constexpr std::common_type_t<Count, Divisor> ceil_div(Count count, Divisor divisor) {
+  static_assert(std::is_integral_v<Count> && std::is_integral_v<Divisor>,
+                "ceil_div counts whole items: both arguments must be integers");
+  using Wide = std::common_type_t<Count, Divisor>;
+  return (static_cast<Wide>(count) + static_cast<Wide>(divisor) - 1) / static_cast<Wide>(divisor);
 }
 
 // Throws std::invalid_argument("<function>: <message>") when `condition` is false.

@@ -48,7 +48,7 @@ void vector_add(const float* a, const float* b, float* c, std::int64_t n, cudaSt
   if (n == 0) return;  // nothing to do, and a launch of zero blocks is an error
 
   // Whole blocks of kElementsPerBlock elements, rounded up; no shared memory.
-  const std::int64_t blocks = ceil_div<std::int64_t>(n, kElementsPerBlock);
+  const std::int64_t blocks = ceil_div(n, kElementsPerBlock);
   vector_add_kernel<<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(a, b, c, n);
 
   CUDA_CHECK_LAUNCH();  // a bad launch configuration is reported here

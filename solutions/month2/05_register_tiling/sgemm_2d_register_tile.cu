@@ -419,6 +419,17 @@ bool is_aligned_16(const void* pointer) {
   return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
 }
 
+}  // namespace register_tiling
+
+bool sgemm_2d_uses_float4(int N, int K, const float* A, const float* B, const float* C) {
+  using register_tiling::is_aligned_16;
+  // Every row of A starts K floats after the previous one, every row of B and C N floats:
+  // all rows are 16-byte aligned when the base pointers are and K, N are multiples of 4.
+  return K % 4 == 0 && N % 4 == 0 && is_aligned_16(A) && is_aligned_16(B) && is_aligned_16(C);
+}
+
+namespace register_tiling {
+
 // Launches one tile configuration over the whole of C.
 template <class Tile>
 void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
@@ -428,10 +439,9 @@ void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B,
   require(grid.y <= 65535u, "sgemm_2d_register_tile",
           "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
   // float4 loads of A, float4 copies of B and float4 stores to C need every row of A, B
-  // and C to start on a 16-byte boundary: K % 4 == 0, N % 4 == 0 and aligned base
-  // pointers. Otherwise the same kernel runs with 4-byte loads, copies and stores.
-  const bool vectorized = K % 4 == 0 && N % 4 == 0 && is_aligned_16(A) && is_aligned_16(B) &&
-                          is_aligned_16(C);
+  // and C to start on a 16-byte boundary (sgemm_2d_uses_float4). Otherwise the same kernel
+  // runs with 4-byte loads, copies and stores.
+  const bool vectorized = sgemm_2d_uses_float4(N, K, A, B, C);
   if (vectorized) {
     sgemm_2d_kernel<Tile, true><<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
   } else {

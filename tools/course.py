@@ -1,0 +1,608 @@
+#!/usr/bin/env python3
+"""The course's command line, behind ./course: grade, status, hint, watch, reset, bench.
+
+Where progress is kept: every grade writes its verdict to <build>/course_progress/<id>.json,
+with a digest of the files you edit (the files of the exercise folder that have a twin in
+solutions/). An exercise is
+  done         when its last grade passed, with the files as they are now;
+  started      when it was graded, or one of its files differs from git's version (HEAD);
+  not started  otherwise.
+Deleting the build folder forgets the grades (not your code). The hints you have seen are
+counted in the same folder.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISE_DIR = re.compile(r"^month(\d+)/(\d\d)_([a-z0-9_]+)$")
+TODO_TAG = re.compile(r"TODO\(m\d+\.\d\d[a-z]?\)")
+# Source files a change of which means "rebuild and grade again" in watch mode.
+WATCHED_SUFFIXES = {".cu", ".cuh", ".cpp", ".h", ".py", ".txt"}
+
+
+class UsageError(Exception):
+    """A bad command line: printed without a traceback, exit status 2."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    folder: Path  # relative to ROOT, e.g. month1/01_vector_add
+    month: int
+    number: str
+    name: str
+
+    @property
+    def id(self):  # the CMake and ctest name: m1_01_vector_add
+        return f"m{self.month}_{self.number}_{self.name}"
+
+    @property
+    def short(self):  # m1_01
+        return f"m{self.month}_{self.number}"
+
+    @property
+    def tag(self):  # m1.01, as in the TODO tags
+        return f"m{self.month}.{self.number}"
+
+    @property
+    def title(self):
+        return f"{self.tag} {self.name}"
+
+    @property
+    def lesson(self):
+        return self.folder / "README.md"
+
+    def learner_files(self):
+        """The files you edit: those with a reference twin under solutions/."""
+        twins = ROOT / "solutions" / self.folder
+        if not twins.is_dir():
+            return []
+        return sorted(self.folder / p.relative_to(twins) for p in twins.rglob("*")
+                      if p.is_file() and (ROOT / self.folder / p.relative_to(twins)).is_file())
+
+
+def all_exercises():
+    found = []
+    for month in ROOT.glob("month[0-9]*"):
+        for folder in month.glob("[0-9][0-9]_*"):
+            rel = folder.relative_to(ROOT).as_posix()
+            match = EXERCISE_DIR.match(rel)
+            if match and (folder / "CMakeLists.txt").is_file():
+                found.append(Exercise(Path(rel), int(match.group(1)), match.group(2), match.group(3)))
+    return sorted(found, key=lambda e: (e.month, e.number))
+
+
+def find_exercise(name, exercises):
+    """m1_01, m1_01_vector_add, m1.01 and month1/01_vector_add all name exercise 1 of month 1."""
+    wanted = name.strip().rstrip("/").replace(".", "_")
+    for exercise in exercises:
+        if wanted in (exercise.id, exercise.short, exercise.folder.as_posix().replace(".", "_")):
+            return exercise
+    valid = "\n".join(f"  {e.short:7} {e.id:28} {e.lesson}" for e in exercises)
+    raise UsageError(f"unknown exercise '{name}'. The exercises are:\n{valid}")
+
+
+# ---------------------------------------------------------------------------- the build
+
+def build_dir():
+    return Path(os.environ.get("BUILD_DIR") or ROOT / "build").resolve()
+
+
+def jobs():
+    return os.environ.get("JOBS") or str(os.cpu_count() or 2)
+
+
+def cached_value(cache, key):
+    match = re.search(rf"^{re.escape(key)}:[A-Z]+=(.*)$", cache, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def configure():
+    """Runs CMake's configure step when there is no build yet, or CUDA_ARCHS asks for other
+    architectures than the build has."""
+    build = build_dir()
+    cache_file = build / "CMakeCache.txt"
+    archs = os.environ.get("CUDA_ARCHS", "")
+    if cache_file.is_file():
+        cached_archs = cached_value(cache_file.read_text(errors="replace"), "CMAKE_CUDA_ARCHITECTURES")
+        if not archs or archs == cached_archs:
+            return
+    command = ["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
+    if archs:
+        command.append(f"-DCMAKE_CUDA_ARCHITECTURES={archs}")
+    run_or_exit(command)
+
+
+def run_or_exit(command):
+    code = subprocess.call(command)
+    if code != 0:
+        sys.exit(code)
+
+
+def build_target(target, quiet):
+    """Builds one CMake target. Quiet: the compiler's output only when it fails (and the whole
+    log in <build>/course_progress/<target>.log). Returns True when it built."""
+    configure()
+    command = ["cmake", "--build", str(build_dir()), "--target", target, "--parallel", jobs()]
+    if not quiet:
+        return subprocess.call(command) == 0
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0 and re.search(r"No rule to make target|unknown target", result.stdout):
+        # A build configured before the target existed: configure again, then retry.
+        run_or_exit(["cmake", str(build_dir())])
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode == 0:
+        return True
+    log = progress_dir() / f"{target}.log"
+    log.write_text(result.stdout)
+    print(compiler_errors(result.stdout))
+    print(f"(the whole build log: {display(log)})")
+    return False
+
+
+def compiler_errors(output, limit=40):
+    """The lines of a build log that say what is wrong, with the line after each."""
+    lines = output.splitlines()
+    picked = []
+    for index, line in enumerate(lines):
+        if re.search(r"\berror\b|Error \d|undefined reference", line, re.IGNORECASE):
+            for extra in lines[index:index + 3]:
+                if extra not in picked[-3:]:
+                    picked.append(extra)
+    picked = picked or lines[-limit:]
+    if len(picked) > limit:
+        picked = picked[:limit] + [f"... ({len(picked) - limit} more lines)"]
+    return "\n".join(picked)
+
+
+def display(path):
+    path = Path(path)
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------- progress
+
+def progress_dir():
+    path = build_dir() / "course_progress"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def files_digest(exercise):
+    digest = hashlib.sha256()
+    for rel in exercise.learner_files():
+        digest.update(rel.as_posix().encode())
+        digest.update((ROOT / rel).read_bytes())
+    return digest.hexdigest()
+
+
+def read_json(path, default):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return default
+
+
+def last_grade(exercise):
+    return read_json(build_dir() / "course_progress" / f"{exercise.id}.json", None)
+
+
+def changed_from_git(exercise):
+    """True when one of the files you edit differs from git's version (HEAD)."""
+    files = [rel.as_posix() for rel in exercise.learner_files()]
+    if not files or not (ROOT / ".git").exists():
+        return False
+    result = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", *files],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return result.returncode == 1
+
+
+def state_of(exercise):
+    grade = last_grade(exercise)
+    if grade and grade.get("result") == "passed" and grade.get("files_digest") == files_digest(exercise):
+        return "done"
+    if grade or changed_from_git(exercise):
+        return "started"
+    return "not started"
+
+
+def first_unfinished(exercises):
+    return next((e for e in exercises if state_of(e) != "done"), None)
+
+
+# ---------------------------------------------------------------------------- grading
+
+@dataclass
+class TestResult:
+    name: str
+    status: str  # passed, failed, skipped
+    output: str
+
+
+def run_tests(exercise, only=None):
+    """Runs the exercise's tests against your version (ctest -R ^exercise/<id>/), or those of
+    them whose name also matches `only`."""
+    junit = progress_dir() / f"{exercise.id}.junit.xml"
+    junit.unlink(missing_ok=True)
+    pattern = f"^exercise/{exercise.id}/" + (f".*{only}" if only else "")
+    subprocess.run(["ctest", "--test-dir", str(build_dir()), "-R", pattern,
+                    "--output-junit", str(junit), "--parallel", "1"],
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if not junit.is_file():
+        return []
+    results = []
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        output = "".join(node.text or "" for node in case.iter("system-out"))
+        if case.find("failure") is not None or case.get("status") == "fail":
+            status = "failed"
+        elif case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
+            status = "skipped"
+        else:
+            status = "passed"
+        results.append(TestResult(case.get("name", "?"), status, output))
+    return results
+
+
+def failure_reasons(output, limit=6):
+    """What a failing test said: GoogleTest's failure messages, or a Python traceback's tail."""
+    lines = [line.rstrip() for line in output.splitlines()]
+    reasons = []
+    for index, line in enumerate(lines):
+        if re.search(r": Failure$|^(E |FAILED|AssertionError|.*Error:)|TODO\(", line):
+            for extra in lines[index:index + 4]:
+                extra = extra.strip()
+                if extra and not extra.startswith("[") and extra not in reasons:
+                    reasons.append(extra)
+        if len(reasons) >= limit:
+            break
+    return reasons[:limit] or [line for line in lines if line.strip()][-limit:]
+
+
+def skip_reason(output):
+    """GoogleTest prints the reason on the line after '<file>:<line>: Skipped'; the Python
+    runner and check_sass.py print 'SKIPPED: <reason>'."""
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        if line.rstrip().endswith(": Skipped") and index + 1 < len(lines) and lines[index + 1].strip():
+            return lines[index + 1].strip()
+        match = re.match(r"\s*SKIPPED: (.+)", line)
+        if match:
+            return match.group(1).strip()
+    return "skipped (no reason given)"
+
+
+def record_grade(exercise, result, results, seconds):
+    counts = {status: sum(1 for r in results if r.status == status) for status in ("passed", "failed", "skipped")}
+    record = {"exercise": exercise.id, "result": result, **counts, "seconds": round(seconds, 1),
+              "when": datetime.datetime.now().isoformat(timespec="seconds"),
+              "files_digest": files_digest(exercise)}
+    (progress_dir() / f"{exercise.id}.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+def grade(exercise, verbose=False, only=None):
+    """Builds and grades one exercise; prints its verdict. Returns True when it passed.
+    With `only` (a pattern of test names) it runs just those tests and records nothing:
+    a part of the tests passing does not make the exercise done."""
+    started = time.monotonic()
+    record = record_grade if not only else (lambda *unused: None)
+    print(f"== grading {exercise.title} ({exercise.folder}/)", flush=True)
+    if not build_target(f"{exercise.id}_exercise_all", quiet=not verbose):
+        record(exercise, "does not compile", [], time.monotonic() - started)
+        print(f"{exercise.title}: FAILED, it does not compile (the errors are above)")
+        return False
+
+    results = run_tests(exercise, only)
+    seconds = time.monotonic() - started
+    failed = [r for r in results if r.status == "failed"]
+    skipped = [r for r in results if r.status == "skipped"]
+    passed = [r for r in results if r.status == "passed"]
+    short = lambda r: r.name.split("/", 2)[-1]  # exercise/<id>/Suite.Case -> Suite.Case
+
+    if not results:
+        record(exercise, "no tests", results, seconds)
+        print(f"{exercise.title}: NOT GRADED, ctest found no tests for it in {build_dir()}")
+        return False
+    for result in failed:
+        print(f"  FAILED  {short(result)}")
+        for reason in failure_reasons(result.output):
+            print(f"          {reason}")
+        if verbose:
+            print(result.output)
+    skip_reasons = sorted({skip_reason(r.output) for r in skipped})
+    if failed:
+        todos = sorted({tag for r in failed for tag in TODO_TAG.findall(r.output)})
+        look_at = f"; look at {', '.join(todos)}" if todos else ""
+        record(exercise, "failed", results, seconds)
+        print(f"{exercise.title}: FAILED, {len(failed)} of {len(results)} tests fail{look_at} "
+              f"(in {exercise.folder}/) [{seconds:.0f}s]")
+        return False
+    if skipped:
+        record(exercise, "skipped", results, seconds)
+        print(f"{exercise.title}: NOT GRADED, {len(skipped)} of {len(results)} tests were skipped: "
+              f"{'; '.join(skip_reasons)} [{seconds:.0f}s]")
+        return False
+    record(exercise, "passed", results, seconds)
+    print(f"{exercise.title}: PASSED, all {len(passed)} tests [{seconds:.0f}s]")
+    return True
+
+
+def command_grade(args, exercises):
+    if args.all:
+        chosen = exercises
+    elif args.exercises:
+        chosen = [find_exercise(name, exercises) for name in args.exercises]
+    else:
+        exercise = first_unfinished(exercises)
+        if exercise is None:
+            print("Every exercise is done. ./course status lists them.")
+            return 0
+        chosen = [exercise]
+    verdicts = [grade(exercise, args.verbose, args.only) for exercise in chosen]
+    if len(chosen) > 1:
+        print(f"== {sum(verdicts)} of {len(chosen)} exercises passed")
+    elif verdicts[0] and not args.exercises:
+        following = first_unfinished(exercises)
+        if following is not None:
+            print(f"Next: {following.title}, lesson {following.lesson}")
+    return 0 if all(verdicts) else 1
+
+
+# ---------------------------------------------------------------------------- status
+
+def command_status(args, exercises):
+    states = [(exercise, state_of(exercise)) for exercise in exercises]
+    month = None
+    for exercise, state in states:
+        if exercise.month != month:
+            month = exercise.month
+            print(f"Month {month}  (month{month}/README.md)")
+        mark = {"done": "[x]", "started": "[~]", "not started": "[ ]"}[state]
+        note = ""
+        grade_record = last_grade(exercise)
+        if state == "started" and grade_record:
+            note = f"last grade: {grade_record['result']}"
+            if grade_record["result"] == "passed":
+                note += ", files changed since"
+            elif grade_record.get("failed"):
+                note += f", {grade_record['failed']} of {grade_record['failed'] + grade_record['passed'] + grade_record['skipped']} tests fail"
+        print(f"  {mark} {exercise.title:30} {state:12} {note}".rstrip())
+    done = sum(1 for _, state in states if state == "done")
+    width = 30
+    filled = round(width * done / len(states)) if states else 0
+    print(f"\n[{'#' * filled}{'.' * (width - filled)}] {done} of {len(states)} done")
+    following = next((e for e, state in states if state != "done"), None)
+    if following is None:
+        print("Every exercise is done.")
+    else:
+        print(f"Next: {following.title}\n  read   {following.lesson}\n"
+              f"  edit   {', '.join(rel.as_posix() for rel in following.learner_files())}\n"
+              f"  grade  ./course grade {following.short}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- hints
+
+def parse_hints(path):
+    """hints.md: a title, then one '## ...' section per level, the gentlest first."""
+    levels = []
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            levels.append([line[3:].strip(), []])
+        elif levels:
+            levels[-1][1].append(line)
+    return [(title, "\n".join(body).strip()) for title, body in levels]
+
+
+def command_hint(args, exercises):
+    exercise = find_exercise(args.exercise, exercises) if args.exercise else first_unfinished(exercises)
+    if exercise is None:
+        print("Every exercise is done: no hints needed.")
+        return 0
+    path = ROOT / exercise.folder / "hints.md"
+    if not path.is_file():
+        print(f"{exercise.title} has no hints.md; its lesson is {exercise.lesson}.")
+        return 1
+    levels = parse_hints(path)
+    seen_file = progress_dir() / f"{exercise.id}.hints.json"
+    seen = read_json(seen_file, {}).get("shown", 0)
+    level = args.level if args.level is not None else min(seen + 1, len(levels))
+    if not 1 <= level <= len(levels):
+        raise UsageError(f"{exercise.title} has hints 1 to {len(levels)}, not {level}")
+    title, body = levels[level - 1]
+    print(f"{exercise.title}, hint {level} of {len(levels)}: {title}\n\n{body}\n")
+    seen_file.write_text(json.dumps({"shown": max(seen, level)}) + "\n")
+    if level < len(levels):
+        print(f"(./course hint {exercise.short} again for hint {level + 1})")
+    else:
+        print(f"(that was the last hint; the reference is in solutions/{exercise.folder}/)")
+    return 0
+
+
+# ---------------------------------------------------------------------------- watch
+
+def snapshot(exercise):
+    folder = ROOT / exercise.folder
+    return {p: p.stat().st_mtime_ns for p in folder.rglob("*")
+            if p.is_file() and p.suffix in WATCHED_SUFFIXES}
+
+
+def command_watch(args, exercises):
+    follow = args.exercise is None  # without a name, move on to the next exercise once one passes
+    exercise = find_exercise(args.exercise, exercises) if args.exercise else first_unfinished(exercises)
+    if exercise is None:
+        print("Every exercise is done.")
+        return 0
+    try:
+        while True:
+            passed = grade(exercise)
+            if passed and follow:
+                following = first_unfinished(exercises)
+                if following is None:
+                    print("Every exercise is done.")
+                    return 0
+                exercise = following
+                print(f"\nNext: {exercise.title}, lesson {exercise.lesson}")
+            print(f"\nwatching {exercise.folder}/ (save a file to grade again; Ctrl-C to stop)", flush=True)
+            before = snapshot(exercise)
+            while snapshot(exercise) == before:
+                time.sleep(args.interval)
+            time.sleep(0.3)  # let the editor finish writing
+    except KeyboardInterrupt:
+        print("\nstopped watching")
+        return 0
+
+
+# ---------------------------------------------------------------------------- reset
+
+def command_reset(args, exercises):
+    exercise = find_exercise(args.exercise, exercises)
+    if not (ROOT / ".git").exists():
+        raise UsageError("reset takes the skeleton back from git, and this copy of the course has no .git")
+    files = [rel.as_posix() for rel in exercise.learner_files()]
+    changed = subprocess.run(["git", "-C", str(ROOT), "diff", "--name-only", "HEAD", "--", *files],
+                             stdout=subprocess.PIPE, text=True, check=True).stdout.split()
+    if not changed:
+        print(f"{exercise.title}: your files are already git's version; nothing to reset.")
+    else:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        backup = ROOT / "backups" / exercise.id / stamp
+        for rel in changed:
+            (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, backup / rel)
+        subprocess.run(["git", "-C", str(ROOT), "checkout", "HEAD", "--", *changed], check=True)
+        print(f"{exercise.title}: back to the skeleton: {', '.join(changed)}")
+        print(f"your version is kept in {display(backup)}/")
+    (build_dir() / "course_progress" / f"{exercise.id}.json").unlink(missing_ok=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------- bench
+
+def benchmark_targets(name, exercises):
+    """(what to build, what run_benchmarks.py filters on) for an exercise, or for one of the
+    benchmarks that span several (month2/gemm_ladder, month2/memory_hierarchy)."""
+    for folder in sorted(ROOT.glob(f"month[0-9]*/{name}")):
+        if not EXERCISE_DIR.match(folder.relative_to(ROOT).as_posix()) and any(folder.glob("bench_*.cu")):
+            target = f"m{folder.parent.name[len('month'):]}_{name}_bench"
+            return target, target[: -len("_bench")]
+    try:
+        exercise = find_exercise(name, exercises)
+    except UsageError as error:
+        raise UsageError(f"{error}\nand the benchmarks gemm_ladder, memory_hierarchy") from None
+    return f"{exercise.id}_exercise_all", exercise.id
+
+
+def command_bench(args, exercises):
+    chosen = [benchmark_targets(name, exercises) for name in args.exercises]
+    runner = [sys.executable, str(ROOT / "tools" / "run_benchmarks.py"),
+              "--build-dir", str(build_dir()), "--root", str(ROOT)]
+    if args.record:
+        # The committed tables describe the reference solutions: your rows stay out.
+        runner += ["--results-dir", str(ROOT / "docs" / "results")]
+    else:
+        runner += ["--results-dir", str(build_dir() / "results"), "--include-exercise"]
+    if not chosen:
+        if not build_target("course_benchmarks", quiet=False):
+            return 1
+        return subprocess.call(runner)
+    code = 0
+    for target, name in chosen:
+        if not build_target(target, quiet=True):
+            print(f"{name}: does not compile, so it cannot be timed")
+            code = 1
+            continue
+        code |= subprocess.call(runner + ["--filter", name])
+    return code
+
+
+# ---------------------------------------------------------------------------- test, check
+
+def command_test(args, exercises):
+    if not build_target("all", quiet=False):
+        return 1
+    command = ["ctest", "--test-dir", str(build_dir()), "--output-on-failure", "-L", "^(solution|cpu)$"]
+    if args.filter:
+        command += ["-R", args.filter]
+    return subprocess.call(command)
+
+
+def command_check(args, exercises):
+    command = [sys.executable, str(ROOT / "tools" / "check_course.py"), "--root", str(ROOT),
+               "--build-dir", str(build_dir())]
+    return subprocess.call(command + (["--gpu"] if args.gpu else []))
+
+
+# ---------------------------------------------------------------------------- main
+
+def parser():
+    main = argparse.ArgumentParser(
+        prog="./course", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="The course's one entry point. Run it from anywhere inside the repository.",
+        epilog="An exercise is named m1_01, m1_01_vector_add or m1.01.\n"
+               "Environment: BUILD_DIR (default: build), CUDA_ARCHS (e.g. 90; default: this\n"
+               "machine's GPU, or a portable list without one), JOBS (parallel build jobs).\n"
+               "./course setup installs the packages the build needs (Debian/Ubuntu).")
+    commands = main.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name, function, help_text):
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(function=function)
+        return sub
+
+    sub = add("grade", command_grade, "build your version of an exercise and grade it "
+              "(no name: the first unfinished one)")
+    sub.add_argument("exercises", nargs="*", metavar="EXERCISE")
+    sub.add_argument("--all", action="store_true", help="grade every exercise, one verdict each")
+    sub.add_argument("--verbose", "-v", action="store_true", help="show the whole build and test output")
+    sub.add_argument("--only", metavar="PATTERN",
+                     help="run only the tests whose name matches (e.g. Sgemm2dTodoH); records no grade")
+    add("status", command_status, "your progress: each exercise done, started or not started, and what is next")
+    sub = add("hint", command_hint, "the next hint for an exercise, one level at a time")
+    sub.add_argument("exercise", nargs="?", metavar="EXERCISE")
+    sub.add_argument("--level", type=int, help="show this hint level again")
+    sub = add("watch", command_watch, "grade again each time you save a file of the exercise")
+    sub.add_argument("exercise", nargs="?", metavar="EXERCISE")
+    sub.add_argument("--interval", type=float, default=1.0, help="seconds between looks at the files")
+    sub = add("reset", command_reset, "put the skeleton back from git; your version is kept in backups/")
+    sub.add_argument("exercise", metavar="EXERCISE")
+    sub = add("bench", command_bench, "time your kernel beside the reference, the previous step and the "
+              "library; the table goes to <build>/results/<gpu>/ (also: gemm_ladder, memory_hierarchy)")
+    sub.add_argument("exercises", nargs="*", metavar="EXERCISE")
+    sub.add_argument("--record", action="store_true",
+                     help="write the reference rows to the committed docs/results/<gpu>/ instead")
+    sub = add("test", command_test, "build everything and run the reference solutions' tests and the CPU tests")
+    sub.add_argument("filter", nargs="?", help="only tests whose name matches this regular expression")
+    sub = add("check", command_check, "check the course itself (--gpu: skeletons fail, solutions pass)")
+    sub.add_argument("--gpu", action="store_true")
+    add("help", None, "this help")
+    return main
+
+
+def main(argv):
+    arguments = parser()
+    args = arguments.parse_args(argv)
+    if args.command in (None, "help"):
+        arguments.print_help()
+        return 0
+    try:
+        return args.function(args, all_exercises())
+    except UsageError as error:
+        print(f"course {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
