@@ -9,7 +9,8 @@
 // Every row checks its result against a float64 reference before it is timed (a wrong
 // kernel shows as an error row, not as a time); see course/gemm_benchmark.h.
 //
-// `./course bench gemm_ladder` writes the table to docs/results/<gpu>/: TFLOP/s, % of
+// `./course bench gemm_ladder` writes the table under build/results/<gpu>/ (with --record,
+// to docs/results/<gpu>/): TFLOP/s, % of
 // cuBLAS, and each row's speedup over the previous step's reference. Your rows are left out
 // of the written table unless you ask for them (tools/run_benchmarks.py --include-exercise);
 // run the program itself to see them:
