@@ -121,6 +121,33 @@ function(course_add_exercise)
   endif()
 endfunction()
 
+# course_add_sass_check(<check name> SCRIPT <checker.py> [ARGS <arguments...>])
+#
+# A technique check on the machine code (SASS) of an exercise's two libraries: the checker
+# reads `cuobjdump -sass` of the library given as --library (see tools/sass.py), so it
+# needs no GPU. It adds, in the calling exercise's folder,
+#   solution/<id>/<check name>   labels cpu, solution: runs with the CPU tests, and in CI
+#   exercise/<id>/<check name>   label exercise: runs when you grade, and fails until the
+#                                TODOs it looks at are done
+# Without cuobjdump a check reports itself skipped (exit code 77).
+find_program(COURSE_CUOBJDUMP cuobjdump HINTS "${CUDAToolkit_BIN_DIR}")
+function(course_add_sass_check name)
+  cmake_parse_arguments(CHECK "" "SCRIPT" "ARGS" ${ARGN})
+  if(NOT Python3_Interpreter_FOUND)
+    return()
+  endif()
+  course_exercise_id(id month tag)
+  foreach(impl solution exercise)
+    add_test(NAME ${impl}/${id}/${name}
+      COMMAND ${Python3_EXECUTABLE} ${CHECK_SCRIPT} --library $<TARGET_FILE:${id}_${impl}>
+              --cuobjdump "${COURSE_CUOBJDUMP}" ${CHECK_ARGS})
+  endforeach()
+  set_tests_properties(solution/${id}/${name} PROPERTIES
+    SKIP_RETURN_CODE 77 LABELS "cpu;solution;${month};${id}")
+  set_tests_properties(exercise/${id}/${name} PROPERTIES
+    SKIP_RETURN_CODE 77 LABELS "exercise;${month};${id}")
+endfunction()
+
 # Every numbered folder under a month with a CMakeLists.txt is an exercise, in order.
 function(course_add_month_exercises)
   file(GLOB children RELATIVE "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/[0-9][0-9]_*")

@@ -18,64 +18,20 @@ and by hand the same way. Exit status 0: all good; 1: a check failed; 77: cuobjd
 the nvdisasm it needs) is not installed, reported by ctest as skipped.
 """
 import argparse
-import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-SKIP = 77
+# The shared SASS reader of the course's technique checks (tools/sass.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import sass  # noqa: E402
+
+SKIP = sass.SKIP
 HINT = ("see the TODOs m2.05d (the copies) and m2.05e (the fragments) in "
         "month2/05_register_tiling/sgemm_2d_register_tile.cu "
         "and README.md, 'Reading the machine code'")
 KERNEL_2D = "sgemm_2d_kernel"
 ALL_KERNELS = re.compile(r"sgemm_[12]d_kernel")
-
-
-def python_package_bins():
-    """bin/ folders of NVIDIA's pip packages (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)."""
-    found = []
-    for entry in sys.path:
-        base = Path(entry) / "nvidia"
-        if base.is_dir():
-            found += sorted(p for p in base.glob("*/bin") if p.is_dir())
-    return found
-
-
-def find_tool(name, hints):
-    for folder in hints:
-        if folder and (Path(folder) / name).is_file():
-            return str(Path(folder) / name)
-    found = shutil.which(name)
-    if found:
-        return found
-    for folder in ["/usr/local/cuda/bin"] + [str(p) for p in python_package_bins()]:
-        if (Path(folder) / name).is_file():
-            return str(Path(folder) / name)
-    return None
-
-
-def parse_sass(text):
-    """{(arch, function): [opcode, ...]} from cuobjdump -sass output."""
-    functions = {}
-    arch = "?"
-    current = None
-    for line in text.splitlines():
-        match = re.search(r"arch = (sm_\d+\w*)", line)
-        if match:
-            arch = match.group(1)
-            continue
-        match = re.match(r"\s*Function : (\S+)", line)
-        if match:
-            current = (arch, match.group(1))
-            functions.setdefault(current, [])
-            continue
-        match = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
-        if match and current is not None:
-            instruction = re.sub(r"^@!?U?P[T0-9]+\s+", "", match.group(1).strip())
-            functions[current].append(instruction.split()[0])
-    return functions
 
 
 def is_global_128(op):
@@ -90,8 +46,7 @@ def is_shared_128(op):
     return op.startswith("LDS.") and ".128" in op
 
 
-def is_local(op):
-    return op.split(".")[0] in ("LDL", "STL")
+is_local = sass.is_local_memory
 
 
 def main():
@@ -100,28 +55,14 @@ def main():
     parser.add_argument("--cuobjdump", default="", help="cuobjdump to use (default: search)")
     args = parser.parse_args()
 
-    given = args.cuobjdump if args.cuobjdump and "NOTFOUND" not in args.cuobjdump else ""
-    cuobjdump = given if given and Path(given).is_file() else find_tool("cuobjdump", [])
-    if not cuobjdump:
-        print("SKIPPED: cuobjdump not found (it comes with the CUDA toolkit; "
-              "`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm` also provides it)")
+    try:
+        functions = sass.disassemble(args.library, args.cuobjdump)
+    except sass.ToolMissing as missing:
+        print(f"SKIPPED: {missing}")
         return SKIP
-    # cuobjdump -sass calls nvdisasm, which it looks for on PATH.
-    nvdisasm = find_tool("nvdisasm", [str(Path(cuobjdump).parent)])
-    if not nvdisasm:
-        print(f"SKIPPED: {cuobjdump} needs nvdisasm to print SASS, and none was found "
-              "(CUDA toolkit, or `pip install nvidia-cuda-nvdisasm`)")
-        return SKIP
-    env = dict(os.environ)
-    env["PATH"] = str(Path(nvdisasm).parent) + os.pathsep + env.get("PATH", "")
-
-    result = subprocess.run([cuobjdump, "-sass", args.library], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
-    if result.returncode != 0:
-        print(f"FAILED: {cuobjdump} -sass {args.library} exited with {result.returncode}:\n"
-              f"{result.stdout[-2000:]}")
+    except RuntimeError as error:
+        print(f"FAILED: {error}")
         return 1
-    functions = parse_sass(result.stdout)
     kernels = {key: ops for key, ops in functions.items() if ALL_KERNELS.search(key[1])}
     two_d = {key: ops for key, ops in kernels.items() if KERNEL_2D in key[1]}
     if not two_d:

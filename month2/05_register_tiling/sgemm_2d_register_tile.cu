@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <string>
 
+#include "course/async_copy.h"
 #include "course/cuda_check.h"
 #include "course/gemm.h"
 #include "course/launch.h"
@@ -116,11 +117,10 @@ using LargeTile = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, 2, 8>;
 // warps of 32 x 32, 4 x 8 per thread, 3 stages. Four times as many blocks for the same C.
 using SmallTile = TileConfig<64, 64, 16, 32, 32, 4, 8, 3, 4, 1>;
 
-// ---------------------------------------------------------------------------------------
-// Asynchronous copies from global to shared memory (cp.async, sm_80 and newer). The copy
-// runs in the background; the thread goes on with its arithmetic. `bytes` is how many
-// bytes to really read: 0 writes zeros instead (the zero-padding of edge tiles) without
-// touching global memory. On older GPUs the same helpers do an ordinary load and store.
+// The asynchronous copies from global to shared memory (cp.async, sm_80 and newer):
+// copy_4_bytes_async, copy_16_bytes_async, commit_copies and wait_for_copies<N>, from
+// course/async_copy.h, which explains them.
+
 // ---------------------------------------------------------------------------------------
 __device__ __forceinline__ void copy_4_bytes_async(std::uint32_t shared_address,
                                                    const float* global, int bytes) {
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
   }
-  float a_frag[2][TM], b_frag[2][TN];
+  [[maybe_unused]] float a_frag[2][TM], b_frag[2][TN];
   // The thread's rows are warp_m + lane_m * 4 + {0..3} + i * (kLanesM * 4) for i < TM / 4:
   // groups of 4 contiguous rows, so each group is one float4, and the lanes of a warp read
   // neighbouring float4s. The same for columns.

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <string>
 
+#include "course/async_copy.h"
 #include "course/cuda_check.h"
 #include "course/gemm.h"
 #include "course/launch.h"
@@ -102,27 +103,9 @@ constexpr int kStages = 2;
 static_assert(kStages * kStageHalves * 2 >= kThreads / 32 * 256 * 4,
               "the epilogue's scratch tiles must fit in the shared memory of the stages");
 
-// 16-byte asynchronous copy global -> shared (zeros when bytes == 0), as in m2.05; an
-// ordinary load and store on GPUs older than sm_80.
-__device__ __forceinline__ void copy_16_bytes_async(void* shared, const void* global, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global),
-               "r"(bytes));
-#else
-  *static_cast<int4*>(shared) = bytes != 0 ? *static_cast<const int4*>(global) : int4{0, 0, 0, 0};
-#endif
-}
-__device__ __forceinline__ void commit_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-__device__ __forceinline__ void wait_for_copies_but_one() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 1;\n" ::);
-#endif
-}
+// The 16-byte asynchronous copies (cp.async) of m2.05, from course/async_copy.h:
+// copy_16_bytes_async writes zeros when bytes == 0; on GPUs older than sm_80 it is an
+// ordinary load and store.
 
 // Copies the tile of A (rows block_m.., columns k0..) and of B (rows k0.., columns
 // block_n..) into `stage`, zeros outside the matrices. kVectorized: 8 halves (16 bytes) per
@@ -140,14 +123,14 @@ __device__ __forceinline__ void copy_tiles(__half* stage, const __half* __restri
     for (int i = tid; i < kBlockM * (kBlockK / 8); i += kThreads) {
       const int r = i / (kBlockK / 8), c = (i % (kBlockK / 8)) * 8;
       const bool inside = block_m + r < M && k0 + c < K;
-      copy_16_bytes_async(As + r * kLdA + c,
+      copy_16_bytes_async(shared_address(As + r * kLdA + c),
                           inside ? A + static_cast<std::ptrdiff_t>(block_m + r) * K + k0 + c : A,
                           inside ? 16 : 0);
     }
     for (int i = tid; i < kBlockK * (kBlockN / 8); i += kThreads) {
       const int r = i / (kBlockN / 8), c = (i % (kBlockN / 8)) * 8;
       const bool inside = k0 + r < K && block_n + c < N;
-      copy_16_bytes_async(Bs + r * kLdB + c,
+      copy_16_bytes_async(shared_address(Bs + r * kLdB + c),
                           inside ? B + static_cast<std::ptrdiff_t>(k0 + r) * N + block_n + c : B,
                           inside ? 16 : 0);
     }
@@ -197,7 +180,7 @@ __global__ void __launch_bounds__(kThreads)
                               block_m, block_n, (t + 1) * kBlockK);
     }
     commit_copies();
-    wait_for_copies_but_one();  // tile t has landed (this thread's copies) ...
+    wait_for_copies<1>();  // tile t has landed (this thread's copies) ...
     __syncthreads();            // ... and everyone's
 
     const __half* As = stage + warp_m * kLdA;

@@ -51,16 +51,6 @@ static_assert(kSharedBytes <= 227 * 1024, "the stages must fit in 227 KiB of sha
 constexpr int kGroupRows = 16;  // course/block_order.h
 
 template <typename Element>
-__device__ __forceinline__ void multiply_tile(float (&acc)[128], std::uint64_t a,
-                                              std::uint64_t b) {
-  if constexpr (std::is_same_v<Element, __half>) {
-    hw::wgmma_64x256x16_f16(acc, a, b);
-  } else {
-    hw::wgmma_64x256x16_bf16(acc, a, b);
-  }
-}
-
-template <typename Element>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
                        const __grid_constant__ CUtensorMap b_map, int M, int N, int K,
@@ -128,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const std::uint64_t a =
           hw::matrix_descriptor(a_tile(s) + consumer * 64 * 128 + k * 2, 16, 1024);
       const std::uint64_t b = hw::matrix_descriptor(b_tile(s) + k * 128, kBBoxBytes, 1024);
-      multiply_tile<Element>(acc, a, b);
+      hw::wgmma_64x256x16<Element>(acc, a, b);
     }
     hw::wgmma_commit();
     // Keep this tile's products in flight; the previous tile's are done once at most one
