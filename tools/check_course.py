@@ -8,7 +8,10 @@ Without a GPU (this runs in CI, as the ctest test course/check_structure):
     no solution file still has a TODO;
   - every solutions/ file mirrors a file of an exercise;
   - every TODO tag in a skeleton is named in that exercise's tests, so a failing test
-    can point at the TODO to look at.
+    can point at the TODO to look at;
+  - no kernel source (an exercise's SOURCES, skeleton and solution) reaches GoogleTest,
+    Google Benchmark, cuBLAS or cuDNN headers through its includes unless it calls that
+    library itself.
 With --gpu (on a machine with a GPU, after a build):
   - every exercise's skeleton tests fail (the skeleton is not already a solution);
   - every exercise's solution tests pass, and none is skipped.
@@ -87,6 +90,61 @@ def check_structure(root):
     return problems
 
 
+# Headers that belong to the test and benchmark side: a kernel source (an exercise's
+# SOURCES) must not reach them, directly or through the course's headers, unless it calls
+# that library itself (cuBLAS, cuDNN).
+TEST_SIDE_HEADERS = {
+    "gtest/gtest.h": "GoogleTest", "gmock/gmock.h": "GoogleTest",
+    "benchmark/benchmark.h": "Google Benchmark",
+    "cublas_v2.h": "cuBLAS", "cudnn.h": "cuDNN",
+}
+CALLS = {"cuBLAS": re.compile(r"\bcublas[A-Z]\w*\("), "cuDNN": re.compile(r"\bcudnn[A-Z]\w*\(")}
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
+
+
+def exercise_sources(folder):
+    """The kernel sources an exercise's CMakeLists.txt names after SOURCES."""
+    text = (folder / "CMakeLists.txt").read_text(errors="replace")
+    match = re.search(r"SOURCES\s+(.*?)(?:\n\s*[A-Z]{4,}\s|\))", text, re.DOTALL)
+    return match.group(1).split() if match else []
+
+
+def reached_headers(path, search_dirs, seen=None):
+    """Every header `path` includes, directly or through headers found in search_dirs."""
+    seen = set() if seen is None else seen
+    for name in INCLUDE.findall(path.read_text(errors="replace")):
+        if name in seen:
+            continue
+        seen.add(name)
+        for folder in [path.parent] + search_dirs:
+            candidate = folder / name
+            if candidate.is_file():
+                reached_headers(candidate, search_dirs, seen)
+                break
+    return seen
+
+
+def check_kernel_includes(root):
+    """No kernel source reaches GoogleTest, Google Benchmark, cuBLAS or cuDNN headers unless it
+    calls cuBLAS or cuDNN itself: the harness is layered one way (course/gemm.h for kernels,
+    course/gemm_reference.h and course/gemm_cublas.h for tests and benchmarks)."""
+    problems = []
+    for folder in exercises(root):
+        rel = folder.relative_to(root)
+        for name in exercise_sources(folder):
+            for source in (folder / name, root / "solutions" / rel / name):
+                if not source.is_file():
+                    continue
+                text = source.read_text(errors="replace")
+                headers = reached_headers(source, [folder, root / "common" / "include"])
+                for header, library in sorted(TEST_SIDE_HEADERS.items()):
+                    if header in headers and not (library in CALLS and CALLS[library].search(text)):
+                        problems.append(f"{source.relative_to(root)}: reaches {header} ({library}) "
+                                        "but does not call it; kernel code includes the "
+                                        "kernel-side headers only")
+    return problems
+
+
 def exercise_id(root, folder):
     match = EXERCISE_DIR.match(folder.relative_to(root).as_posix())
     return f"m{int(match.group(1))}_{match.group(2)}_{match.group(3)}"
@@ -130,7 +188,7 @@ def main():
     args = parser.parse_args()
     root = args.root.resolve()
 
-    problems = check_structure(root)
+    problems = check_structure(root) + check_kernel_includes(root)
     if args.gpu:
         problems += check_on_gpu(root, (args.build_dir or root / "build").resolve())
     for problem in problems:

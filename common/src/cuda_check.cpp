@@ -1,5 +1,7 @@
 #include "course/cuda_check.h"
 
+#include "course/cublas_check.h"
+
 #include <sstream>
 
 namespace course {

@@ -13,7 +13,7 @@
 
 #include "course/conv.h"
 #include "course/conv_reference.h"
-#include "course/gemm.h"
+#include "course/gemm_reference.h"
 #include "course/random.h"
 
 namespace {

@@ -2,6 +2,7 @@
 // file and the line, on any machine: with no GPU the runtime fails too, just differently.
 #include <gtest/gtest.h>
 
+#include "course/cublas_check.h"
 #include "course/cuda_check.h"
 
 namespace {

@@ -8,6 +8,8 @@
 
 #include "course/cublas_handle.h"
 #include "course/gemm.h"
+#include "course/gemm_cublas.h"
+#include "course/gemm_reference.h"
 #include "course/gemm_testing.h"
 #include "course/testing.h"
 #include "naive_gemm.h"
@@ -95,7 +97,7 @@ class GemmBaselineTest : public course::GpuTest {};
 TEST_F(GemmBaselineTest, CublasRowMajorMatchesReference) {
   course::CublasHandle handle;
   g_cublas = handle.get();
-  const char* hint = "course::cublas_sgemm_row_major in common/include/course/gemm.h";
+  const char* hint = "course::cublas_sgemm_row_major in common/include/course/gemm_cublas.h";
   for (const course::GemmCase& c :
        {course::GemmCase{{17, 33, 65}, 1.0f, 0.0f}, course::GemmCase{{1, 300, 129}, 1.0f, 0.0f},
         course::GemmCase{{300, 1, 129}, 1.5f, 0.0f}, course::GemmCase{{96, 80, 1000}, 1.0f, 0.0f},

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "course/conv.h"
-#include "course/gemm.h"
+#include "course/gemm_reference.h"
 #include "course/verify.h"
 
 namespace course {

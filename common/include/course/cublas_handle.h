@@ -8,7 +8,7 @@
 
 #include <cublas_v2.h>
 
-#include "course/cuda_check.h"
+#include "course/cublas_check.h"
 
 namespace course {
 

@@ -1,4 +1,4 @@
-// Error checking for CUDA and cuBLAS calls.
+// Error checking for CUDA calls (cuBLAS calls: course/cublas_check.h).
 //
 // Every CUDA API call returns a status. Ignoring it is the most common way to get a
 // program that "runs" and prints garbage: a failed launch or copy is silent otherwise.
@@ -13,7 +13,6 @@
 // that caused the error could not report it.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -30,20 +29,8 @@ class CudaError : public std::runtime_error {
   cudaError_t code_;
 };
 
-class CublasError : public std::runtime_error {
- public:
-  CublasError(cublasStatus_t status, const std::string& what)
-      : std::runtime_error(what), status_(status) {}
-  cublasStatus_t status() const { return status_; }
-
- private:
-  cublasStatus_t status_;
-};
-
 // Builds the message and throws. Out of line so the macros stay small.
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
-[[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call, const char* file,
-                                     int line);
 
 }  // namespace course
 
@@ -58,11 +45,3 @@ class CublasError : public std::runtime_error {
 // A kernel launch returns nothing; a bad configuration (too many threads per block,
 // too much shared memory, no GPU) is recorded and read back by cudaGetLastError().
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
-
-#define CUBLAS_CHECK(call)                                                    \
-  do {                                                                        \
-    const cublasStatus_t course_status_ = (call);                             \
-    if (course_status_ != CUBLAS_STATUS_SUCCESS) {                            \
-      ::course::throw_cublas_error(course_status_, #call, __FILE__, __LINE__); \
-    }                                                                         \
-  } while (0)

@@ -56,6 +56,8 @@
 #include "course/cuda_check.h"
 #include "course/device_buffer.h"
 #include "course/gemm.h"
+#include "course/gemm_cublas.h"
+#include "course/gemm_reference.h"
 #include "course/random.h"
 #include "course/verify.h"
 

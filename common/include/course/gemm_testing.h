@@ -53,6 +53,7 @@
 #include "course/cuda_check.h"
 #include "course/device_buffer.h"
 #include "course/gemm.h"
+#include "course/gemm_reference.h"
 #include "course/random.h"
 #include "course/testing.h"
 #include "course/verify.h"

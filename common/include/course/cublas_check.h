@@ -1,0 +1,39 @@
+// Error checking for cuBLAS calls, the counterpart of CUDA_CHECK (course/cuda_check.h) for
+// the code that calls cuBLAS: the tests' and benchmarks' baselines. Kernel code does not
+// include it.
+//
+//   CUBLAS_CHECK(cublasSgemm(handle, ...));   // throws course::CublasError on failure
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "course/cuda_check.h"
+
+namespace course {
+
+class CublasError : public std::runtime_error {
+ public:
+  CublasError(cublasStatus_t status, const std::string& what)
+      : std::runtime_error(what), status_(status) {}
+  cublasStatus_t status() const { return status_; }
+
+ private:
+  cublasStatus_t status_;
+};
+
+// Builds the message and throws. Out of line so the macro stays small.
+[[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call, const char* file,
+                                     int line);
+
+}  // namespace course
+
+#define CUBLAS_CHECK(call)                                                    \
+  do {                                                                        \
+    const cublasStatus_t course_status_ = (call);                             \
+    if (course_status_ != CUBLAS_STATUS_SUCCESS) {                            \
+      ::course::throw_cublas_error(course_status_, #call, __FILE__, __LINE__); \
+    }                                                                         \
+  } while (0)
