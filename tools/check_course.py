@@ -9,6 +9,8 @@ Without a GPU (this runs in CI, as the ctest test course/check_structure):
   - every solutions/ file mirrors a file of an exercise;
   - every TODO tag in a skeleton is named in that exercise's tests, so a failing test
     can point at the TODO to look at;
+  - the given blocks ("// ---- given ..." to "// ---- end of given") of every skeleton
+    file are identical in its solution twin;
   - no kernel source (an exercise's SOURCES, skeleton and solution) reaches GoogleTest,
     Google Benchmark, cuBLAS or cuDNN headers through its includes unless it calls that
     library itself.
@@ -145,6 +147,59 @@ def check_kernel_includes(root):
     return problems
 
 
+GIVEN_BEGIN = re.compile(r"^\s*// ---- given\b")
+GIVEN_END = re.compile(r"^\s*// ---- end of given\b")
+
+
+def given_blocks(path):
+    """The blocks of code between "// ---- given ..." and "// ---- end of given" lines: code
+    the learner does not edit, which the skeleton and its solution twin both carry."""
+    blocks, current = [], None
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if GIVEN_BEGIN.match(line):
+            if current is not None:
+                raise ValueError(f"{path}:{number}: a given block opens inside another")
+            current = (number, [])
+        elif GIVEN_END.match(line):
+            if current is None:
+                raise ValueError(f"{path}:{number}: a given block ends that never began")
+            blocks.append(current)
+            current = None
+        elif current is not None:
+            current[1].append(line)
+    if current is not None:
+        raise ValueError(f"{path}:{current[0]}: a given block never ends")
+    return blocks
+
+
+def check_given_code(root):
+    """The given blocks of every skeleton file and of its solution twin are identical, so a
+    fix to given code cannot land in one twin only."""
+    problems = []
+    for folder in exercises(root):
+        for path in source_files(folder):
+            twin = root / "solutions" / path.relative_to(root)
+            if not twin.is_file():
+                continue
+            rel = path.relative_to(root).as_posix()
+            try:
+                mine, theirs = given_blocks(path), given_blocks(twin)
+            except ValueError as error:
+                problems.append(str(error))
+                continue
+            if len(mine) != len(theirs):
+                problems.append(f"{rel} has {len(mine)} given block(s), its solution twin "
+                                f"{len(theirs)}")
+                continue
+            for (line, a), (twin_line, b) in zip(mine, theirs):
+                if a != b:
+                    offset = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y),
+                                  min(len(a), len(b)))
+                    problems.append(f"{rel}:{line + 1 + offset}: the given block differs from "
+                                    f"solutions/{rel}:{twin_line + 1 + offset}")
+    return problems
+
+
 def exercise_id(root, folder):
     match = EXERCISE_DIR.match(folder.relative_to(root).as_posix())
     return f"m{int(match.group(1))}_{match.group(2)}_{match.group(3)}"
@@ -188,7 +243,7 @@ def main():
     args = parser.parse_args()
     root = args.root.resolve()
 
-    problems = check_structure(root) + check_kernel_includes(root)
+    problems = check_structure(root) + check_kernel_includes(root) + check_given_code(root)
     if args.gpu:
         problems += check_on_gpu(root, (args.build_dir or root / "build").resolve())
     for problem in problems:

@@ -40,6 +40,7 @@ constexpr int kBlockRows = 8;
 // that puts the 32 words of a column in 32 different banks (bank = word index % 32).
 constexpr int kPadding = 0;
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 // Block (bx, by) covers rows [by * TILE, by * TILE + TILE) and columns
 // [bx * TILE, bx * TILE + TILE) of `in`. Thread (tx, ty) handles column bx * TILE + tx and the
 // rows ty, ty + BLOCK_ROWS, ... of the tile. (Given complete: it is the starting point.)
@@ -62,6 +63,7 @@ __global__ void __launch_bounds__(TILE * BLOCK_ROWS)
     }
   }
 }
+// ---- end of given ----
 
 // transpose_tiled (PAD = 0) and transpose_padded (PAD = kPadding): the same kernel with a
 // different row stride for the shared tile.
@@ -93,6 +95,7 @@ __global__ void __launch_bounds__(TILE * BLOCK_ROWS)
   //   it writes tile[3][2], which is in[3][34], to out[34][3] (then tile[3][10] to out[42][3]...).
 }
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 // The checks every transpose launcher makes. Returns false when there is nothing to do.
 bool check_transpose_arguments(const char* function, const float* in, const float* out, int rows,
                                int cols) {
@@ -151,3 +154,4 @@ SharedTile transpose_tiled_tile() { return {kTile, kTile, kTile}; }
 SharedTile transpose_padded_tile() { return {kTile, kTile, kTile + kPadding}; }
 
 }  // namespace course::COURSE_IMPL
+// ---- end of given ----

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <string>
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 #include "course/async_copy.h"
 #include "course/cuda_check.h"
 #include "course/gemm.h"
@@ -182,6 +183,7 @@ __device__ __forceinline__ void tile_of_this_block(int& tile_row, int& tile_col)
   tile_row = first_row + index_in_group % rows_in_group;
   tile_col = index_in_group / rows_in_group;
 }
+// ---- end of given ----
 
 // ---------------------------------------------------------------------------------------
 // The kernel. kVectorized: A and B are read and C written as float4s, which needs
@@ -389,6 +391,7 @@ bool sgemm_2d_uses_float4(int N, int K, const float* A, const float* B, const fl
   return false;
 }
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 namespace register_tiling {
 
 // Launches one tile configuration over the whole of C.
@@ -435,3 +438,4 @@ void sgemm_2d_register_tile(int M, int N, int K, float alpha, const float* A, co
 }
 
 }  // namespace course::COURSE_IMPL
+// ---- end of given ----

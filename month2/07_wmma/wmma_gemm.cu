@@ -22,6 +22,7 @@
 // TODO(m2.07a) to (d), then run `./course grade m2_07`.
 #include "wmma_gemm.h"
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 #include <mma.h>
 
 #include <cstdint>
@@ -42,6 +43,7 @@ constexpr int kFragment = 16;
 using FragmentA = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>;
 using FragmentB = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
 using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+// ---- end of given ----
 
 // alpha * acc + beta * C for one fragment, written where C's fragment is (a 16 x 16 tile
 // with leading dimension ldc). An accumulator's elements sit in the same lanes whatever
@@ -85,6 +87,7 @@ __global__ void wmma_gemm_simple_kernel(int M, int N, int K, float alpha,
   store_scaled(acc, alpha, beta, C + static_cast<std::ptrdiff_t>(row) * N + col, N);
 }
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 // --- Part 2 -------------------------------------------------------------------------------
 constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 32;
 constexpr int kWarpM = 64, kWarpN = 32;  // a warp's part of the block tile
@@ -148,6 +151,7 @@ __device__ __forceinline__ void copy_tiles(__half* stage, const __half* __restri
     }
   }
 }
+// ---- end of given ----
 
 template <bool kVectorized>
 __global__ void __launch_bounds__(kThreads)
@@ -219,6 +223,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 bool is_aligned(const void* pointer, std::uintptr_t bytes) {
   return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
 }
@@ -270,3 +275,4 @@ void wmma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* 
 }
 
 }  // namespace course::COURSE_IMPL
+// ---- end of given ----

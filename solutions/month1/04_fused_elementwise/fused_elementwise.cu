@@ -9,6 +9,7 @@
 // that it runs close to the bandwidth of a plain copy.
 #include "fused_elementwise.h"
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -91,6 +92,7 @@ void affine_gelu_unfused(const float* x, const float* w, const float* b, float* 
   gelu_in_place_kernel<<<grid, kChainThreads, 0, stream>>>(y, rows, cols);
   CUDA_CHECK_LAUNCH();
 }
+// ---- end of given ----
 
 // ---- The fused kernel ----------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ constexpr int kBlockRows = 8;
 // number, so the 32 words of a tile column land in 32 different banks (see README.md).
 constexpr int kPadding = 1;
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 // Block (bx, by) covers rows [by * TILE, by * TILE + TILE) and columns
 // [bx * TILE, bx * TILE + TILE) of `in`. Thread (tx, ty) handles column bx * TILE + tx and the
 // rows ty, ty + BLOCK_ROWS, ... of the tile. (Given complete: it is the starting point.)
@@ -59,6 +60,7 @@ __global__ void __launch_bounds__(TILE * BLOCK_ROWS)
     }
   }
 }
+// ---- end of given ----
 
 // transpose_tiled (PAD = 0) and transpose_padded (PAD = kPadding): the same kernel with a
 // different row stride for the shared tile.
@@ -105,6 +107,7 @@ __global__ void __launch_bounds__(TILE * BLOCK_ROWS)
   }
 }
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 // The checks every transpose launcher makes. Returns false when there is nothing to do.
 bool check_transpose_arguments(const char* function, const float* in, const float* out, int rows,
                                int cols) {
@@ -163,3 +166,4 @@ SharedTile transpose_tiled_tile() { return {kTile, kTile, kTile}; }
 SharedTile transpose_padded_tile() { return {kTile, kTile, kTile + kPadding}; }
 
 }  // namespace course::COURSE_IMPL
+// ---- end of given ----

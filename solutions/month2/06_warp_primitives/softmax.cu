@@ -54,6 +54,7 @@ __device__ __forceinline__ float warp_all_reduce_sum(float value) {
   return value;
 }
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 // A row is read and written in units of kWidth floats: 4 (a float4) when every row starts
 // on a 16-byte boundary, else 1. Unit u of a row is floats [u * kWidth, u * kWidth + kWidth).
 template <int kWidth>
@@ -78,6 +79,7 @@ struct RowUnit {
     }
   }
 };
+// ---- end of given ----
 
 // --- Rows that fit in registers -----------------------------------------------------------
 // Lane l holds units l, l + 32, l + 64, ... of its row: kUnitsPerLane of them, so a warp
@@ -203,6 +205,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
 // Enough blocks to fill the GPU once (the grid-stride loops hand out the remaining rows),
 // or fewer when there are few rows.
 template <typename Kernel>
@@ -261,3 +264,4 @@ void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols
 }
 
 }  // namespace course::COURSE_IMPL
+// ---- end of given ----
