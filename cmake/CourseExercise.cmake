@@ -4,7 +4,13 @@
 #     SOURCES    vector_add.cu          # the files you edit; each has a twin in solutions/
 #     TESTS      test_vector_add.cu     # GoogleTest sources, run against both versions
 #     BENCHMARKS bench_vector_add.cu    # Google Benchmark sources, built once
-#     LIBRARIES  CUDA::cublas)          # optional extra libraries
+#     LIBRARIES  CUDA::cublas           # optional extra libraries
+#     COMPARES_WITH m1_01_vector_add)   # optional: earlier exercises the benchmark times
+#
+# COMPARES_WITH links each named exercise's reference solution (and so its interface
+# header) to the benchmark, which defines COURSE_HAVE_<NAME>=1 for it (NAME is the id
+# without its mN_NN_ prefix, in capitals: COURSE_HAVE_VECTOR_ADD), so a benchmark can
+# time the previous step as rows step_<id>. An exercise that is not built is left out.
 #
 # The month, number and name come from the folder: month1/01_vector_add gives the id
 # m1_01_vector_add. For that id it creates
@@ -62,7 +68,7 @@ function(course_exercise_id out_id out_month out_tag)
 endfunction()
 
 function(course_add_exercise)
-  cmake_parse_arguments(EX "" "" "SOURCES;TESTS;BENCHMARKS;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(EX "" "" "SOURCES;TESTS;BENCHMARKS;LIBRARIES;COMPARES_WITH" ${ARGN})
   if(NOT EX_SOURCES)
     message(FATAL_ERROR "course_add_exercise: SOURCES is required")
   endif()
@@ -118,6 +124,16 @@ function(course_add_exercise)
     target_compile_definitions(${id}_bench PRIVATE COURSE_BENCHMARK_BUILD=1)
     add_dependencies(course_benchmarks ${id}_bench)
     add_dependencies(${id}_exercise_all ${id}_bench)
+    foreach(previous IN LISTS EX_COMPARES_WITH)
+      if(TARGET ${previous}_solution)
+        string(REGEX REPLACE "^m[0-9]+_[0-9][0-9]_" "" name "${previous}")
+        string(TOUPPER "${name}" name)
+        target_link_libraries(${id}_bench PRIVATE ${previous}_solution)
+        target_compile_definitions(${id}_bench PRIVATE COURSE_HAVE_${name}=1)
+      endif()
+    endforeach()
+  elseif(EX_COMPARES_WITH)
+    message(FATAL_ERROR "course_add_exercise: COMPARES_WITH needs BENCHMARKS")
   endif()
 endfunction()
 

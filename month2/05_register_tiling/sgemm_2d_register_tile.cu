@@ -31,7 +31,6 @@
 #include <string>
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
-#include "course/async_copy.h"
 #include "course/cuda_check.h"
 #include "course/gemm.h"
 #include "course/launch.h"
@@ -118,10 +117,11 @@ using LargeTile = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, 2, 8>;
 // warps of 32 x 32, 4 x 8 per thread, 3 stages. Four times as many blocks for the same C.
 using SmallTile = TileConfig<64, 64, 16, 32, 32, 4, 8, 3, 4, 1>;
 
-// The asynchronous copies from global to shared memory (cp.async, sm_80 and newer):
-// copy_4_bytes_async, copy_16_bytes_async, commit_copies and wait_for_copies<N>, from
-// course/async_copy.h, which explains them.
-
+// ---------------------------------------------------------------------------------------
+// Asynchronous copies from global to shared memory (cp.async, sm_80 and newer). The copy
+// runs in the background; the thread goes on with its arithmetic. `bytes` is how many
+// bytes to really read: 0 writes zeros instead (the zero-padding of edge tiles) without
+// touching global memory. On older GPUs the same helpers do an ordinary load and store.
 // ---------------------------------------------------------------------------------------
 __device__ __forceinline__ void copy_4_bytes_async(std::uint32_t shared_address,
                                                    const float* global, int bytes) {

@@ -22,14 +22,14 @@
 #include "course/gemm_benchmark.h"
 #include "hopper_gemm.h"
 
-#if defined(COURSE_HAVE_MMA_GEMM)
+#if defined(COURSE_HAVE_WMMA)
 #include "wmma_gemm.h"  // m2.07, the previous step
 #endif
 
 int main(int argc, char** argv) {
   const std::vector<int> sizes = {1024, 2048, 4096, 8192};
   std::vector<std::pair<std::string, course::GemmFnOf<__half>>> fp16_rows;
-#if defined(COURSE_HAVE_MMA_GEMM)
+#if defined(COURSE_HAVE_WMMA)
   fp16_rows.emplace_back("step_m2_07_wmma", course::solution::mma_gemm);
 #endif
   fp16_rows.emplace_back("solution", course::solution::hopper_gemm);

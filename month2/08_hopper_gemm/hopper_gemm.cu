@@ -163,9 +163,7 @@ void launch_hopper_gemm(const char* function, CUtensorMapDataType type, int M, i
   require(K % 8 == 0 && N % 8 == 0, function,
           "the TMA copies rows whose length is a multiple of 16 bytes: K and N must be "
           "multiples of 8, got " + to_string(GemmShape{M, N, K}) + "; m2.07's mma_gemm takes any shape");
-  require(reinterpret_cast<std::uintptr_t>(A) % 16 == 0 &&
-              reinterpret_cast<std::uintptr_t>(B) % 16 == 0,
-          function, "the TMA needs A and B 16-byte aligned; m2.07's mma_gemm takes any alignment");
+  require(is_aligned(A, 16) && is_aligned(B, 16), function, "the TMA needs A and B 16-byte aligned; m2.07's mma_gemm takes any alignment");
   if (K == 0) {  // nothing to multiply, and a tensor map of zero columns is an error
     scale_c(M, N, beta, C, stream);
     return;

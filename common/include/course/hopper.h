@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "course/cuda_check.h"
+#include "course/launch.h"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define COURSE_HAVE_TMA 1
@@ -70,7 +71,7 @@ inline void require_hopper_gpu(const char* function) {
 inline CUtensorMap make_tensor_map_2d(const void* base, CUtensorMapDataType type,
                                       std::uint64_t rows, std::uint64_t cols,
                                       std::uint32_t box_rows, std::uint32_t box_cols) {
-  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || (cols * 2) % 16 != 0) {
+  if (!is_aligned(base, 16) || (cols * 2) % 16 != 0) {
     throw std::invalid_argument(
         "make_tensor_map_2d: the TMA needs a 16-byte aligned base and rows whose length in "
         "bytes is a multiple of 16, got " + std::to_string(cols) + " columns");

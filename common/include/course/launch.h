@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,12 @@ __host__ __device__ constexpr std::common_type_t<Count, Divisor> ceil_div(Count 
                 "ceil_div counts whole items: both arguments must be integers");
   using Wide = std::common_type_t<Count, Divisor>;
   return (static_cast<Wide>(count) + static_cast<Wide>(divisor) - 1) / static_cast<Wide>(divisor);
+}
+
+// True when `pointer` is a multiple of `bytes` (a power of two): what 16-byte loads and
+// stores, cp.async, the tensor cores' loads and the TMA need of the addresses they take.
+inline bool is_aligned(const void* pointer, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
 }
 
 // Throws std::invalid_argument("<function>: <message>") when `condition` is false.

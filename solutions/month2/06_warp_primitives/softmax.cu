@@ -241,10 +241,6 @@ void launch_softmax(const float* x, float* y, std::int64_t rows, std::int64_t co
   }
 }
 
-bool is_aligned_16(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
-}
-
 }  // namespace
 
 void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols,
@@ -256,7 +252,7 @@ void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols
   require(x != nullptr && y != nullptr, function, "x and y must be device pointers, got null");
   // float4 units need every row to start on a 16-byte boundary: cols % 4 == 0 and aligned
   // x and y. Otherwise single floats.
-  if (cols % 4 == 0 && is_aligned_16(x) && is_aligned_16(y)) {
+  if (cols % 4 == 0 && is_aligned(x, 16) && is_aligned(y, 16)) {
     launch_softmax<4, 1>(x, y, rows, cols, stream);  // rows of up to 128, 256, ... 4096 floats
   } else {
     launch_softmax<1, 4>(x, y, rows, cols, stream);

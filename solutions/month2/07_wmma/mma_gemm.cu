@@ -181,9 +181,7 @@ void launch_mma_gemm(const char* function, int M, int N, int K, float alpha, con
   const long long blocks = static_cast<long long>(ceil_div(M, Tile::kBlockM)) *
                            ceil_div(N, Tile::kBlockN);  // <= M * N <= INT_MAX
   // 16-byte copies of 8 halves need every row of A and B to start on a 16-byte boundary.
-  const bool vectorized = K % 8 == 0 && N % 8 == 0 &&
-                          reinterpret_cast<std::uintptr_t>(A) % 16 == 0 &&
-                          reinterpret_cast<std::uintptr_t>(B) % 16 == 0;
+  const bool vectorized = K % 8 == 0 && N % 8 == 0 && is_aligned(A, 16) && is_aligned(B, 16);
   // More than 48 KiB of shared memory per block only after opting in, per kernel.
   const auto kernel = vectorized ? mma_gemm_kernel<Tile, true> : mma_gemm_kernel<Tile, false>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
