@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "course/gemm.h"
+#include "course/impl.h"
 
-namespace course::solution::tuning {
-
-struct MmaTuningStep {
-  const char* name;  // e.g. "warp64x64_block128x256_4stages_swizzled"
-  GemmFnOf<__half> gemm;
-};
-
-const std::vector<MmaTuningStep>& mma_tuning_steps();
-
-}  // namespace course::solution::tuning
+// Declared for both implementations, so that the solution's file also compiles when it is
+// copied over yours (./course reset puts your version back); the benchmark calls the
+// solution's.
+COURSE_DECLARE_IMPLS(namespace tuning {
+  struct MmaTuningStep {
+    const char* name;  // e.g. "warp64x64_block128x256_k64x3_swizzled"
+    GemmFnOf<__half> gemm;
+  };
+  const std::vector<MmaTuningStep>& mma_tuning_steps();
+})

@@ -203,7 +203,7 @@ void mma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B
 
 // The steps of README.md's part-3 table, for the benchmark: the tuned kernel with one
 // piece taken back at a time (see mma_gemm_tuning.h).
-namespace course::solution::tuning {
+namespace course::COURSE_IMPL::tuning {
 namespace {
 template <class Tile>
 void run(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta,
@@ -234,4 +234,4 @@ const std::vector<MmaTuningStep>& mma_tuning_steps() {
   };
   return steps;
 }
-}  // namespace course::solution::tuning
+}  // namespace course::COURSE_IMPL::tuning
