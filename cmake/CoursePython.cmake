@@ -24,142 +24,23 @@
 # PATH, the interpreter CMake found, and /usr/bin/python3, the first whose PyTorch is built
 # with CUDA, or else the first that can `import torch` (configure says which, and that its
 # CUDA tests will be skipped). If none can, the tests are still registered and report themselves
-# skipped, with the reason, never passed. Each test runs through a small runner (written to
-# <build>/course_python/run_python_tests.py) that uses pytest when that interpreter has it,
-# unittest otherwise, and exits with 77 (SKIP_RETURN_CODE) when every test was skipped.
+# skipped, with the reason, never passed. Each test runs through common/python/run_python_tests.py,
+# which uses pytest when that interpreter has it, unittest otherwise, and exits with 77
+# (SKIP_RETURN_CODE) when every test was skipped. The tests find the course's Python harness
+# (common/python/course_harness) on PYTHONPATH and the build folder in COURSE_BUILD_DIR; the
+# interpreter's path is written to <build>/course_python/interpreter.txt, which
+# tools/run_benchmarks.py reads to run the Python benchmarks with the same Python.
+#
+# course_add_harness_python_tests(TESTS tests/test_x.py) registers the harness's own Python
+# tests (common/python/tests) as harness/python/<Class>, labelled harness;python and cpu or gpu.
 
 set(COURSE_PYTHON "" CACHE FILEPATH
     "Python interpreter with PyTorch for the Python tests (empty: search for one)")
 
 set(COURSE_PYTHON_SKIP_CODE 77)
-set(COURSE_PYTHON_RUNNER "${CMAKE_BINARY_DIR}/course_python/run_python_tests.py")
+set(COURSE_PYTHON_RUNNER "${PROJECT_SOURCE_DIR}/common/python/run_python_tests.py")
+set(COURSE_PYTHON_PATH "${PROJECT_SOURCE_DIR}/common/python")
 
-file(WRITE "${COURSE_PYTHON_RUNNER}" [==[
-#!/usr/bin/env python3
-"""Runs the test classes of one Python test file for ctest (written by cmake/CoursePython.cmake).
-
-  run_python_tests.py [--require MODULE]... TEST_FILE [CLASS ...]
-
-Exit status: 0 when the tests passed, 1 when a test failed or could not run, 77 when every
-test was skipped (ctest's SKIP_RETURN_CODE, so ctest shows them as skipped, not passed).
-Uses pytest when this interpreter has it, unittest otherwise.
-"""
-import argparse
-import importlib
-import importlib.util
-import os
-import sys
-import traceback
-import unittest
-
-SKIPPED = 77
-
-
-def report_skip(reasons):
-    counts = {}
-    for reason in reasons:
-        reason = reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
-        counts[reason] = counts.get(reason, 0) + 1
-    for reason, count in sorted(counts.items()) or [("(no reason given)", 0)]:
-        print(f"SKIPPED: {reason}" + (f" ({count} tests)" if count > 1 else ""), flush=True)
-    return SKIPPED
-
-
-class PytestTally:
-    """A pytest plugin that counts outcomes, so `all skipped` can be told from `passed`."""
-
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-        self.skipped = []
-
-    def pytest_runtest_logreport(self, report):
-        if report.failed:
-            self.failed += 1
-        elif report.skipped:
-            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-            self.skipped.append(reason)
-        elif report.when == "call" and report.passed:
-            self.passed += 1
-
-
-def run_pytest(pytest, test_file, classes):
-    # From the test's folder, so that pytest names tests by file::class::test.
-    directory, file_name = os.path.split(os.path.abspath(test_file))
-    os.chdir(directory)
-    targets = [f"{file_name}::{name}" for name in classes] or [file_name]
-    tally = PytestTally()
-    # Plugins that would write next to the sources are off; -rsfE lists skips and failures.
-    code = pytest.main(["-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                        "-v", "-rsfE", "--tb=short", *targets], plugins=[tally])
-    if code == 5:
-        print(f"run_python_tests: no tests named {classes} in {test_file}", flush=True)
-        return 1
-    if code != 0 or tally.failed:
-        return 1
-    if tally.passed == 0 and tally.skipped:
-        return report_skip(tally.skipped)
-    return 0
-
-
-def run_unittest(test_file, classes):
-    directory, file_name = os.path.split(os.path.abspath(test_file))
-    sys.path.insert(0, directory)
-    module = importlib.import_module(os.path.splitext(file_name)[0])
-    loader = unittest.TestLoader()
-    suite = loader.loadTestsFromNames(classes, module) if classes else loader.loadTestsFromModule(module)
-    result = unittest.TextTestRunner(stream=sys.stdout, verbosity=2).run(suite)
-    if not result.wasSuccessful():
-        return 1
-    # A class skipped in setUpClass counts as one skip and no test run.
-    if result.skipped and len(result.skipped) >= result.testsRun:
-        return report_skip(reason for _, reason in result.skipped)
-    if result.testsRun == 0:
-        print(f"run_python_tests: no tests named {classes} in {test_file}", flush=True)
-        return 1
-    return 0
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--require", action="append", default=[], metavar="MODULE",
-                        help="a module the tests need; without it they are skipped")
-    parser.add_argument("test_file")
-    parser.add_argument("classes", nargs="*")
-    args = parser.parse_args()
-
-    for module in args.require:
-        try:
-            importlib.import_module(module)
-        except Exception as error:  # ImportError, or a broken install
-            return report_skip([
-                f"these tests need the Python module '{module}', which {sys.executable} cannot "
-                f"import ({type(error).__name__}: {error}). Install it for that interpreter "
-                f"(PyTorch on Debian/Ubuntu: apt-get install python3-torch), "
-                f"or point the build at a Python that has it: "
-                f"cmake -B <build> -DCOURSE_PYTHON=/path/to/python3"])
-
-    versions = [f"python {sys.version.split()[0]} ({sys.executable})"]
-    if "torch" in sys.modules:
-        versions.append(f"torch {sys.modules['torch'].__version__}")
-    pytest = None
-    if importlib.util.find_spec("pytest") is not None:
-        import pytest
-    versions.append("pytest" if pytest else "unittest")
-    print("run_python_tests: " + ", ".join(versions), flush=True)
-
-    try:
-        if pytest is not None:
-            return run_pytest(pytest, args.test_file, args.classes)
-        return run_unittest(args.test_file, args.classes)
-    except Exception:
-        traceback.print_exc()
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-]==])
 
 # Finds a Python that can import torch, once per configure (and reuses the previous
 # configure's answer while COURSE_PYTHON is unchanged: importing torch takes seconds).
@@ -247,6 +128,57 @@ function(_course_find_torch_python)
                  "configure with -DCOURSE_PYTHON=/path/to/python3.")
 endfunction()
 
+# The "class SomethingTest(" names in one test file (a new class re-runs the configure step).
+function(_course_python_test_classes test_path out_var)
+  if(NOT EXISTS "${test_path}")
+    message(FATAL_ERROR "course_add_python_tests: ${test_path} does not exist")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${test_path}")
+  file(STRINGS "${test_path}" class_lines REGEX "^class [A-Za-z_][A-Za-z0-9_]*Test\\(")
+  if(NOT class_lines)
+    message(FATAL_ERROR "course_add_python_tests: ${test_path} has no class *Test(...)")
+  endif()
+  set(classes "")
+  foreach(line IN LISTS class_lines)
+    string(REGEX REPLACE "^class ([A-Za-z0-9_]+)\\(.*$" "\\1" class "${line}")
+    list(APPEND classes "${class}")
+  endforeach()
+  set(${out_var} "${classes}" PARENT_SCOPE)
+endfunction()
+
+# The interpreter for the Python tests, and the runner's --require arguments for REQUIRES.
+function(_course_python_command out_var)
+  _course_find_torch_python()
+  get_property(python GLOBAL PROPERTY COURSE_TORCH_PYTHON)
+  if(NOT python)
+    get_property(python GLOBAL PROPERTY COURSE_ANY_PYTHON)
+  endif()
+  if(python)
+    file(WRITE "${CMAKE_BINARY_DIR}/course_python/interpreter.txt" "${python}\n")
+  endif()
+  set(${out_var} "${python}" PARENT_SCOPE)
+endfunction()
+
+# One ctest test: one class of one file, for one implementation.
+function(_course_python_test name python test_path class impl labels require_args)
+  if(python)
+    add_test(NAME "${name}"
+             COMMAND "${python}" "${COURSE_PYTHON_RUNNER}" ${require_args} "${test_path}" "${class}"
+             WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+  else()
+    add_test(NAME "${name}"
+             COMMAND "${CMAKE_COMMAND}" -E echo
+                     "SKIPPED: no Python interpreter found; install python3 and PyTorch")
+    set_tests_properties("${name}" PROPERTIES SKIP_REGULAR_EXPRESSION "SKIPPED: ")
+  endif()
+  set_tests_properties("${name}" PROPERTIES
+    LABELS "${labels}"
+    SKIP_RETURN_CODE ${COURSE_PYTHON_SKIP_CODE}
+    # The first test of a build compiles the extension (a minute or two with nvcc).
+    TIMEOUT 900
+    ENVIRONMENT "COURSE_IMPL=${impl};COURSE_BUILD_DIR=${CMAKE_BINARY_DIR};PYTHONPATH=${COURSE_PYTHON_PATH};TORCH_EXTENSIONS_DIR=${CMAKE_BINARY_DIR}/torch_extensions;PYTHONDONTWRITEBYTECODE=1")
+endfunction()
+
 function(course_add_python_tests)
   cmake_parse_arguments(PY "" "" "TESTS;SOURCES;REQUIRES" ${ARGN})
   if(NOT PY_TESTS)
@@ -264,12 +196,7 @@ function(course_add_python_tests)
       message(FATAL_ERROR "${rel}/${src} has no solution twin at solutions/${rel}/${src}")
     endif()
   endforeach()
-
-  _course_find_torch_python()
-  get_property(python GLOBAL PROPERTY COURSE_TORCH_PYTHON)
-  if(NOT python)
-    get_property(python GLOBAL PROPERTY COURSE_ANY_PYTHON)
-  endif()
+  _course_python_command(python)
   set(require_args "")
   foreach(module IN LISTS PY_REQUIRES)
     list(APPEND require_args --require ${module})
@@ -277,42 +204,36 @@ function(course_add_python_tests)
 
   foreach(test_file IN LISTS PY_TESTS)
     set(test_path "${CMAKE_CURRENT_SOURCE_DIR}/${test_file}")
-    if(NOT EXISTS "${test_path}")
-      message(FATAL_ERROR "course_add_python_tests: ${rel}/${test_file} does not exist")
-    endif()
-    # A new test class in the file re-runs the configure step, which registers it.
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${test_path}")
-    file(STRINGS "${test_path}" class_lines REGEX "^class [A-Za-z_][A-Za-z0-9_]*Test\\(")
-    if(NOT class_lines)
-      message(FATAL_ERROR "course_add_python_tests: ${rel}/${test_file} has no class *Test(...)")
-    endif()
-    foreach(line IN LISTS class_lines)
-      string(REGEX REPLACE "^class ([A-Za-z0-9_]+)\\(.*$" "\\1" class "${line}")
+    _course_python_test_classes("${test_path}" classes)
+    foreach(class IN LISTS classes)
       foreach(impl exercise solution)
-        set(name "${impl}/${id}/${class}")
-        if(python)
-          add_test(NAME "${name}"
-                   COMMAND "${python}" "${COURSE_PYTHON_RUNNER}" ${require_args} "${test_path}" "${class}"
-                   WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
-        else()
-          add_test(NAME "${name}"
-                   COMMAND "${CMAKE_COMMAND}" -E echo
-                           "SKIPPED: no Python interpreter found; install python3 and PyTorch")
-          set_tests_properties("${name}" PROPERTIES SKIP_REGULAR_EXPRESSION "SKIPPED: ")
-        endif()
         set(labels "${month};${id};${impl};python")
         if(class MATCHES "Cuda")
           list(APPEND labels gpu)
         elseif(impl STREQUAL "solution")
           list(APPEND labels cpu)
         endif()
-        set_tests_properties("${name}" PROPERTIES
-          LABELS "${labels}"
-          SKIP_RETURN_CODE ${COURSE_PYTHON_SKIP_CODE}
-          # The first test of a build compiles the extension (a minute or two with nvcc).
-          TIMEOUT 900
-          ENVIRONMENT "COURSE_IMPL=${impl};TORCH_EXTENSIONS_DIR=${CMAKE_BINARY_DIR}/torch_extensions;PYTHONDONTWRITEBYTECODE=1")
+        _course_python_test("${impl}/${id}/${class}" "${python}" "${test_path}" "${class}"
+                            "${impl}" "${labels}" "${require_args}")
       endforeach()
+    endforeach()
+  endforeach()
+endfunction()
+
+function(course_add_harness_python_tests)
+  cmake_parse_arguments(PY "" "" "TESTS" ${ARGN})
+  _course_python_command(python)
+  foreach(test_file IN LISTS PY_TESTS)
+    set(test_path "${CMAKE_CURRENT_SOURCE_DIR}/${test_file}")
+    _course_python_test_classes("${test_path}" classes)
+    foreach(class IN LISTS classes)
+      if(class MATCHES "Cuda")
+        set(labels "harness;python;solution;gpu")
+      else()
+        set(labels "harness;python;cpu")
+      endif()
+      _course_python_test("harness/python/${class}" "${python}" "${test_path}" "${class}"
+                          solution "${labels}" "--require;torch")
     endforeach()
   endforeach()
 endfunction()

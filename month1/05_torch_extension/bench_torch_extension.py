@@ -24,18 +24,16 @@ compare like with like, also for the eager chain, which moves three times as muc
 Exits with status 2 and a one-line explanation when there is no CUDA GPU.
 """
 import argparse
-import datetime
-import json
 import os
-import socket
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import load_extension  # noqa: E402  (after the path is set)
+import load_extension  # noqa: E402  (after the path is set; it puts common/python there too)
+from course_harness import benchmarking  # noqa: E402
+from course_harness.benchmarking import first_line  # noqa: E402
 
 PROGRAM = os.path.basename(__file__)
 
@@ -54,71 +52,16 @@ def parse_args():
     return parser.parse_args()
 
 
-def device_facts():
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    facts = {
-        "gpu": props.name,
-        "compute_capability": f"{props.major}.{props.minor}",
-        "sm_count": props.multi_processor_count,
-        "torch": torch.__version__,
-        "cuda_runtime": torch.version.cuda,
-    }
-    l2 = getattr(props, "L2_cache_size", 0)
-    if l2:
-        facts["l2_cache_bytes"] = l2
-    # Theoretical DRAM bandwidth: 2 transfers per clock x memory clock x bus width. Recent
-    # PyTorch versions report both; older ones do not, and then there is no peak_pct.
-    clock_khz = getattr(props, "memory_clock_rate", 0)
-    bus_bits = getattr(props, "memory_bus_width", 0)
-    if clock_khz and bus_bits:
-        facts["peak_dram_gbps"] = round(2.0 * clock_khz * 1e3 * bus_bits / 8 / 1e9, 1)
-    return facts
-
-
-class Timer:
-    def __init__(self, iterations, warmup, l2_bytes):
-        self.iterations = iterations
-        self.warmup = warmup
-        # Writing a buffer twice the L2's size evicts what the previous run left there.
-        self.flush_buffer = (torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
-                             if l2_bytes else None)
-
-    def median_ms(self, run):
-        for _ in range(self.warmup):
-            run()
-        torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.iterations)]
-        stops = [torch.cuda.Event(enable_timing=True) for _ in range(self.iterations)]
-        for start, stop in zip(starts, stops):
-            if self.flush_buffer is not None:
-                # Also keeps the GPU busy while the host reaches the next launch, so the
-                # time between the events is the kernel's, not the launch overhead's.
-                self.flush_buffer.zero_()
-            start.record()
-            run()
-            stop.record()
-        torch.cuda.synchronize()
-        return statistics.median(start.elapsed_time(stop) for start, stop in zip(starts, stops))
-
-
-def first_line(error):
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+PEAK_GBPS = None  # the GPU's theoretical DRAM bandwidth, when PyTorch reports it (main())
 
 
 def measure(rows, timer, name, run, expected, bytes_moved):
-    """Checks run() against `expected`, then times it; appends one row."""
-    try:
-        torch.testing.assert_close(run(), expected)
-    except Exception as error:  # wrong result, missing operator, ...
-        rows.append({"name": name, "error": f"wrong result or failed call: {first_line(error)}"})
-        return
-    try:
-        milliseconds = timer.median_ms(run)
-    except Exception as error:
-        rows.append({"name": name, "error": f"failed while timed: {first_line(error)}"})
-        return
-    rows.append({"name": name, "ms": milliseconds, "GBps": bytes_moved / (milliseconds * 1e-3) / 1e9})
+    """Checks run() against `expected`, then times it; appends one row with its GB/s."""
+    counters = {"GBps": lambda ms: bytes_moved / (ms * 1e-3) / 1e9}
+    if PEAK_GBPS:
+        counters["peak_pct"] = lambda ms: 100.0 * bytes_moved / (ms * 1e-3) / 1e9 / PEAK_GBPS
+    benchmarking.measure(rows, timer, name, run, lambda result: torch.testing.assert_close(result, expected),
+                         **counters)
 
 
 def load(impl, rows, names):
@@ -206,52 +149,20 @@ def print_table(rows, facts, args):
                   f"(goal: within 10%, at least 0.90x): {verdict}")
 
 
-def write_json(path, rows, facts, args):
-    context = dict(facts)
-    context.update({
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "host_name": socket.gethostname(),
-        "executable": os.path.abspath(__file__),
-        "timing": f"median of {args.iterations} runs between CUDA events, after {args.warmup} "
-                  f"warm-up runs, {'without' if args.no_flush_l2 else 'with'} an L2 flush before each",
-        "library_build_type": "release",
-    })
-    benchmarks = []
-    for index, row in enumerate(rows):
-        entry = {
-            "name": row["name"], "run_name": row["name"], "run_type": "iteration",
-            "family_index": index, "per_family_instance_index": 0,
-            "repetitions": 1, "repetition_index": 0, "threads": 1,
-            "time_unit": "us",
-        }
-        if "error" in row:
-            entry.update({"error_occurred": True, "error_message": row["error"],
-                          "iterations": 0, "real_time": 0.0, "cpu_time": 0.0})
-        else:
-            entry.update({"iterations": args.iterations, "real_time": row["ms"] * 1e3,
-                          "cpu_time": row["ms"] * 1e3, "GBps": row["GBps"]})
-            if "peak_dram_gbps" in facts:
-                entry["peak_pct"] = 100.0 * row["GBps"] / facts["peak_dram_gbps"]
-        benchmarks.append(entry)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with open(path, "w") as out:
-        json.dump({"context": context, "benchmarks": benchmarks}, out, indent=2)
-        out.write("\n")
-
-
 def main():
     args = parse_args()
     ok, why = load_extension.cuda_status()
     if not ok:
         print(f"{PROGRAM}: no CUDA GPU to benchmark on ({why}); benchmarks need one.", file=sys.stderr)
         return 2
-    facts = device_facts()
-    timer = Timer(args.iterations, args.warmup, 0 if args.no_flush_l2 else facts.get("l2_cache_bytes", 64 << 20))
+    global PEAK_GBPS
+    facts = benchmarking.device_facts()
+    PEAK_GBPS = facts.get("peak_dram_gbps")
+    timer = benchmarking.Timer(args.iterations, args.warmup, flush_l2=not args.no_flush_l2)
     rows = run_benchmarks(args, timer)
     print_table(rows, facts, args)
     if args.json:
-        write_json(args.json, rows, facts, args)
+        benchmarking.write_json(args.json, rows, program=__file__, timer=timer, facts=facts)
         print(f"{PROGRAM}: wrote {args.json}")
     failed = [row["name"] for row in rows if "error" in row]
     if failed:

@@ -19,11 +19,13 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import load_extension  # noqa: E402  (after the path is set)
+import load_extension  # noqa: E402  (after the path is set; it puts common/python there too)
+from course_harness import testing  # noqa: E402
+from course_harness.testing import CudaTestCase, poison_allocator, random_tensor  # noqa: E402,F401
 
-IMPL = os.environ.get("COURSE_IMPL", "exercise")
+IMPL = testing.IMPL
 NAMESPACE = load_extension.namespace(IMPL)
-SEED = int(os.environ.get("COURSE_SEED", "20240611"))  # as in the C++ tests
+SEED = testing.SEED
 CPP = "month1/05_torch_extension/torch_extension.cpp"
 CU = "month1/05_torch_extension/torch_extension.cu"
 
@@ -35,23 +37,12 @@ HINT_CUDA = (f"look at TODO(m1.05d) in {CU}: the launch (device guard, at::empty
              "at::cuda::getCurrentCUDAStream(), C10_CUDA_KERNEL_LAUNCH_CHECK) and the "
              "m.impl lines for the CUDA key")
 
-CUDA_OK, CUDA_WHY = load_extension.cuda_status()
-
-_loaded = {}
+_extension = testing.LazyExtension(lambda: load_extension.load_ops(IMPL), f"the {IMPL} extension")
 
 
 def extension():
     """The torch.ops namespace of the version under test, built on first use."""
-    if "ops" not in _loaded:
-        if "error" in _loaded:
-            raise AssertionError(f"the {IMPL} extension did not build or load; the first failing "
-                                 f"test shows why: {_loaded['error']}")
-        try:
-            _loaded["ops"] = load_extension.load_ops(IMPL)
-        except Exception as error:
-            _loaded["error"] = str(error).splitlines()[0]
-            raise
-    return _loaded["ops"]
+    return _extension.get()
 
 
 def op(name):
@@ -77,30 +68,11 @@ def call(name, *args, hint):
         raise
 
 
-def random_tensor(shape, seed, low=-2.0, high=2.0, device="cpu"):
-    """Uniform in [low, high), from a fixed seed: the same values on every machine and device."""
-    generator = torch.Generator().manual_seed(seed)
-    values = torch.rand(shape, generator=generator, dtype=torch.float32) * (high - low) + low
-    return values.to(device)
-
-
-def poison_allocator(like):
-    """Hands the allocator back a block full of NaN of the size the output will need.
-
-    PyTorch reuses freed memory, so at::empty_like in the operator likely gets this block:
-    an output element the kernel never writes then reads NaN (which never passes) instead
-    of whatever an earlier computation left there.
-    """
-    junk = torch.full_like(like, float("nan"))
-    del junk
-
-
 def assert_matches(test, actual, expected, what, hint):
-    test.assertIsInstance(actual, torch.Tensor, f"{what}: the operator must return a tensor")
-    test.assertEqual(actual.device, expected.device, f"{what}: the result is on the wrong device: {hint}")
+    # torch.testing.assert_close's float32 tolerances: erf and expf differ by a few units in
+    # the last place between PyTorch's kernels and yours.
+    testing.assert_close(actual, expected, what=what, hint=hint, rtol=1.3e-6, atol=1e-5)
     test.assertTrue(actual.is_contiguous(), f"{what}: the result should be contiguous: {hint}")
-    torch.testing.assert_close(actual, expected,
-                               msg=lambda message: f"{what}: {message}\n{hint}")
 
 
 def assert_rejects(test, function, pattern, what, hint=HINT_CHECKS, no_kernel_hint=HINT_REGISTER):
@@ -252,13 +224,6 @@ class InputChecksCpuTest(unittest.TestCase):
 
 
 # --- CUDA: need a GPU ------------------------------------------------------------------
-
-class CudaTestCase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not CUDA_OK:
-            raise unittest.SkipTest(f"no CUDA here: {CUDA_WHY}")
-
 
 class VectorAddCudaTest(CudaTestCase):
     def test_matches_torch_add(self):

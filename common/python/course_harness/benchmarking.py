@@ -1,0 +1,146 @@
+"""Timing for the Python benchmarks, in the same statistic and format as the C++ ones.
+
+    timer = benchmarking.Timer(iterations=100, warmup=10)
+    rows = []
+    benchmarking.measure(rows, timer, "vector_add/solution/n:1024", run, check, GBps_bytes=...)
+    benchmarking.write_json(path, rows, program=__file__, timer=timer)
+
+- Every row is checked (check() raises on a wrong result) before it is timed; a wrong or
+  failing row becomes an error row, never a time.
+- A time is the MEDIAN of `iterations` runs, each between two CUDA events, after `warmup`
+  untimed runs, with the L2 cache flushed before each run (so every run reads from DRAM) unless
+  flush_l2=False. The median is what the C++ benchmarks report too (the JSON context's
+  "statistic" says so), so tools/run_benchmarks.py tables both alike.
+- write_json() writes Google Benchmark's JSON format; ./course bench collects it.
+"""
+import datetime
+import json
+import os
+import socket
+import statistics
+
+import torch
+
+STATISTIC = "median"
+
+
+def device_facts():
+    """The GPU and software a table was measured with (the JSON context)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    facts = {
+        "gpu": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+    }
+    l2 = getattr(props, "L2_cache_size", 0)
+    if l2:
+        facts["l2_cache_bytes"] = l2
+    # Theoretical DRAM bandwidth: 2 transfers per clock x memory clock x bus width. Recent
+    # PyTorch versions report both; older ones do not, and then there is no peak_pct.
+    clock_khz = getattr(props, "memory_clock_rate", 0)
+    bus_bits = getattr(props, "memory_bus_width", 0)
+    if clock_khz and bus_bits:
+        facts["peak_dram_gbps"] = round(2.0 * clock_khz * 1e3 * bus_bits / 8 / 1e9, 1)
+    return facts
+
+
+class Timer:
+    def __init__(self, iterations=100, warmup=10, flush_l2=True):
+        self.iterations = iterations
+        self.warmup = warmup
+        self.flush_l2 = flush_l2
+        l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
+        # Writing a buffer twice the L2's size evicts what the previous run left there.
+        self._flush = (torch.empty(2 * (l2 or 64 << 20), dtype=torch.uint8, device="cuda")
+                       if flush_l2 else None)
+
+    def describe(self):
+        return (f"{STATISTIC} of {self.iterations} runs between CUDA events, after {self.warmup} "
+                f"warm-up runs, {'with' if self.flush_l2 else 'without'} an L2 flush before each")
+
+    def times_ms(self, run):
+        for _ in range(self.warmup):
+            run()
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.iterations)]
+        stops = [torch.cuda.Event(enable_timing=True) for _ in range(self.iterations)]
+        for start, stop in zip(starts, stops):
+            if self._flush is not None:
+                # Also keeps the GPU busy while the host reaches the next launch, so the
+                # time between the events is the kernel's, not the launch overhead's.
+                self._flush.zero_()
+            start.record()
+            run()
+            stop.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(stop) for start, stop in zip(starts, stops)]
+
+    def median_ms(self, run):
+        return statistics.median(self.times_ms(run))
+
+
+def first_line(error):
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def measure(rows, timer, name, run, check=None, **counters):
+    """Checks run() with check(result) (which raises when it is wrong), then times it.
+
+    Appends {"name", "ms", counters...} or {"name", "error"}. A counter given as a callable
+    is called with the median time in milliseconds (e.g. lambda ms: flops / ms / 1e9).
+    Returns the median in milliseconds, or None for an error row.
+    """
+    try:
+        result = run()
+        if check is not None:
+            check(result)
+    except Exception as error:  # wrong result, missing operator, ...
+        rows.append({"name": name, "error": f"wrong result or failed call: {first_line(error)}"})
+        return None
+    try:
+        milliseconds = timer.median_ms(run)
+    except Exception as error:
+        rows.append({"name": name, "error": f"failed while timed: {first_line(error)}"})
+        return None
+    row = {"name": name, "ms": milliseconds}
+    for key, value in counters.items():
+        row[key] = value(milliseconds) if callable(value) else value
+    rows.append(row)
+    return milliseconds
+
+
+def write_json(path, rows, *, program, timer=None, facts=None, timing=None):
+    """Google Benchmark JSON: {"context": ..., "benchmarks": [...]}, times in microseconds."""
+    context = dict(facts if facts is not None else device_facts())
+    context.update({
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(),
+        "executable": os.path.abspath(program),
+        "statistic": STATISTIC,
+        "timing": timing or (timer.describe() if timer is not None else STATISTIC),
+        "library_build_type": "release",
+    })
+    benchmarks = []
+    for index, row in enumerate(rows):
+        entry = {
+            "name": row["name"], "run_name": row["name"], "run_type": "iteration",
+            "family_index": index, "per_family_instance_index": 0,
+            "repetitions": 1, "repetition_index": 0, "threads": 1, "time_unit": "us",
+        }
+        if "error" in row:
+            entry.update({"error_occurred": True, "error_message": row["error"],
+                          "iterations": 0, "real_time": 0.0, "cpu_time": 0.0})
+        else:
+            entry.update({"iterations": timer.iterations if timer else 1,
+                          "real_time": row["ms"] * 1e3, "cpu_time": row["ms"] * 1e3})
+            for key, value in row.items():
+                if key not in ("name", "ms"):
+                    entry[key] = value
+        benchmarks.append(entry)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as out:
+        json.dump({"context": context, "benchmarks": benchmarks}, out, indent=2)
+        out.write("\n")

@@ -1,0 +1,178 @@
+"""Tests of the course's Python harness itself (common/python/course_harness).
+
+ctest runs each class as harness/python/<Class>; the Cuda classes need a GPU and skip
+themselves without one. By hand: python3 -m pytest -v common/python/tests/test_course_harness.py
+"""
+import json
+import math
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import torch  # noqa: E402
+
+from course_harness import benchmarking, extension, paths, testing  # noqa: E402
+
+
+class PathsTest(unittest.TestCase):
+    def test_exercise_ids_and_folders(self):
+        for name in ["m1_05", "m1.05", "m1_05_torch_extension", "month1/05_torch_extension"]:
+            with self.subTest(name=name):
+                self.assertEqual(paths.exercise_folder(name), Path("month1/05_torch_extension"))
+                self.assertEqual(paths.exercise_id(name), "m1_05_torch_extension")
+        self.assertEqual(paths.source_dir("m2_05", "solution"),
+                         paths.ROOT / "solutions" / "month2" / "05_register_tiling")
+        self.assertEqual(paths.source_dir("m2_05", "exercise"), paths.ROOT / "month2" / "05_register_tiling")
+
+    def test_unknown_names_raise(self):
+        for name in ["m9_01", "nonsense"]:
+            with self.subTest(name=name), self.assertRaises(ValueError):
+                paths.exercise_folder(name)
+        with self.assertRaises(ValueError):
+            paths.source_dir("m1_05", "mine")
+
+
+class TestingHelpersTest(unittest.TestCase):
+    def test_random_tensors_are_seeded_and_not_constant(self):
+        a = testing.random_tensor((64, 33), 7)
+        self.assertTrue(torch.equal(a, testing.random_tensor((64, 33), 7)))
+        self.assertFalse(torch.equal(a, testing.random_tensor((64, 33), 8)))
+        self.assertGreater(int(torch.unique(a).numel()), 1000)
+        self.assertGreaterEqual(float(a.min()), -2.0)
+        self.assertLess(float(a.max()), 2.0)
+        half = testing.random_tensor(100, 7, dtype=torch.float16)
+        self.assertEqual(half.dtype, torch.float16)
+
+    def test_assert_close_names_the_first_mismatches(self):
+        expected = testing.random_tensor((4, 5), 1)
+        actual = expected.clone()
+        actual[2, 3] += 1.0
+        actual[3, 0] = float("nan")
+        with self.assertRaises(AssertionError) as caught:
+            testing.assert_close(actual, expected, what="case X", hint="look at TODO(x)")
+        message = str(caught.exception)
+        self.assertIn("case X", message)
+        self.assertIn("2 of 20 elements differ", message)
+        self.assertIn("at [2, 3]", message)
+        self.assertIn("at [3, 0]", message)
+        self.assertIn("never written", message)
+        self.assertIn("TODO(x)", message)
+        testing.assert_close(expected.clone(), expected, what="equal")  # no exception
+
+    def test_assert_close_checks_shape_dtype_and_type(self):
+        expected = testing.random_tensor(6, 2)
+        cases = [expected[:5], expected.double(), expected.tolist()]
+        for actual in cases:
+            with self.subTest(actual=type(actual).__name__), self.assertRaises(AssertionError):
+                testing.assert_close(actual, expected, what="bad")
+
+    def test_tolerance_depends_on_dtype_and_grows_with_the_reduction(self):
+        fp32, _ = testing.tolerance(torch.float32, 1)
+        fp16, _ = testing.tolerance(torch.float16, 1)
+        self.assertLess(fp32, fp16)
+        self.assertAlmostEqual(testing.tolerance(torch.float32, 4096)[0] / fp32, math.sqrt(4096))
+
+    def test_lazy_extension_builds_once_and_remembers_a_failure(self):
+        calls = []
+        lazy = testing.LazyExtension(lambda: calls.append(1) or "built", "probe")
+        self.assertEqual(lazy.get(), "built")
+        self.assertEqual(lazy.get(), "built")
+        self.assertEqual(len(calls), 1)
+
+        def broken():
+            raise RuntimeError("first compiler error\nmore")
+        failing = testing.LazyExtension(broken, "the probe extension")
+        with self.assertRaises(RuntimeError):
+            failing.get()
+        with self.assertRaisesRegex(AssertionError, "did not build.*first compiler error"):
+            failing.get()
+
+
+class BenchmarkJsonTest(unittest.TestCase):
+    def test_rows_become_google_benchmark_json_with_the_statistic(self):
+        rows = [{"name": "family/solution/n:8", "ms": 0.5, "GBps": 12.0},
+                {"name": "family/exercise/n:8", "error": "wrong result"}]
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "out.json")
+            benchmarking.write_json(path, rows, program=__file__, facts={"gpu": "none"}, timing="test")
+            with open(path) as file:
+                data = json.load(file)
+        self.assertEqual(data["context"]["statistic"], "median")
+        good, bad = data["benchmarks"]
+        self.assertEqual(good["real_time"], 500.0)
+        self.assertEqual(good["time_unit"], "us")
+        self.assertEqual(good["GBps"], 12.0)
+        self.assertTrue(bad["error_occurred"])
+        self.assertEqual(bad["error_message"], "wrong result")
+
+
+class ExtensionBuildTest(unittest.TestCase):
+    """A throwaway extension: m1.05's operators and a pybind11 function in one library."""
+
+    def test_pybind_module_beside_dispatcher_operators(self):
+        namespace = "course_harness_probe"
+        folder = paths.source_dir("m1_05", "solution")
+        module = extension.load(
+            "course_harness_probe",
+            sources=[folder / "torch_extension.cpp", HERE / "pybind_beside_operators.cpp"],
+            include_dirs=[paths.ROOT / "month1" / "05_torch_extension"],
+            defines=[f"COURSE_OPS={namespace}"], python_module=True)
+        t = testing.random_tensor(10, 3)
+        testing.assert_close(module.scaled(t), 2.0 * t, what="the pybind11 function")
+        testing.assert_close(module.scaled(t, scale=-0.5), -0.5 * t, what="its keyword argument")
+        u = testing.random_tensor(10, 4)
+        testing.assert_close(getattr(torch.ops, namespace).vector_add(t, u), t + u,
+                             what="the operator registered by the same library")
+
+    def test_a_build_error_names_the_files(self):
+        with tempfile.TemporaryDirectory() as directory:
+            broken = Path(directory) / "broken.cpp"
+            broken.write_text("#include <torch/extension.h>\nthis is not C++;\n")
+            with self.assertRaisesRegex(RuntimeError, "did not build: fix the first compiler error in .*broken.cpp"):
+                extension.load("course_harness_broken", sources=[broken], python_module=True)
+
+
+class TwoExercisesCudaTest(testing.CudaTestCase):
+    """An extension from two exercises' CUDA sources (m1.01 and m1.04), or their CMake libraries."""
+
+    def check(self, module):
+        a = testing.random_tensor(100003, 5, device="cuda")
+        b = testing.random_tensor(100003, 6, device="cuda")
+        testing.assert_close(module.vector_add(a, b), a + b, what="m1.01's vector_add")
+        x = testing.random_tensor((37, 129), 7, device="cuda")
+        w = testing.random_tensor(129, 8, device="cuda")
+        bias = testing.random_tensor(129, 9, device="cuda")
+        testing.assert_close(module.affine_gelu(x, w, bias), torch.nn.functional.gelu(x * w + bias),
+                             what="m1.04's affine_gelu", rtol=1.3e-6, atol=1e-5)
+
+    def includes(self):
+        return [paths.ROOT / "month1" / "01_vector_add", paths.ROOT / "month1" / "04_fused_elementwise"]
+
+    def test_from_sources(self):
+        module = extension.load(
+            "course_harness_two_exercises", impl="solution", python_module=True,
+            sources=[HERE / "two_exercises.cpp"],
+            cuda_sources=[paths.source_dir("m1_01", "solution") / "vector_add.cu",
+                          paths.source_dir("m1_04", "solution") / "fused_elementwise.cu"],
+            include_dirs=self.includes(), with_course_runtime=True)
+        self.check(module)
+
+    @unittest.skipUnless(paths.build_tree(), "needs the CMake build (COURSE_BUILD_DIR)")
+    def test_from_cmake_libraries(self):
+        libraries = [extension.cmake_library("m1_01_vector_add_solution"),
+                     extension.cmake_library("m1_04_fused_elementwise_solution"),
+                     extension.cmake_library("course_common")]
+        module = extension.load(
+            "course_harness_two_libraries", impl="solution", python_module=True,
+            sources=[HERE / "two_exercises.cpp"], include_dirs=self.includes(),
+            static_libraries=libraries)
+        self.check(module)
+
+
+if __name__ == "__main__":
+    unittest.main()
