@@ -14,7 +14,8 @@ changed), loads it into this process and returns it:
 What it adds to cpp_extension.load:
 - common/include is on the include path, and COURSE_IMPL is defined when `impl` is given
   (course/impl.h: the exercise's and the solution's functions live in different namespaces);
-- cuda_sources are compiled only when this PyTorch and machine can run CUDA (cuda_status());
+- cuda_sources are compiled only when this PyTorch and machine can run CUDA (cuda_status()),
+  and COURSE_WITH_CUDA is defined to 1 or 0 accordingly, for C++ that has both flavours;
   with_course_runtime=True adds the course's small runtime (CUDA_CHECK's error reporting)
   that the month-1 and month-2 kernels call;
 - static_libraries links archives that CMake built (position-independent, see
@@ -157,6 +158,8 @@ def load(name, *, sources, cuda_sources=(), impl=None, namespace=None, python_mo
         verbose = os.environ.get("COURSE_VERBOSE_BUILD", "") not in ("", "0")
 
     flags = [f"-D{d}" for d in defines]
+    # Lets one C++ file hold both flavours: #if COURSE_WITH_CUDA around the CUDA-only code.
+    flags.append(f"-DCOURSE_WITH_CUDA={1 if with_cuda else 0}")
     if impl is not None:
         if impl not in paths.IMPLS:
             raise ValueError(f"impl must be one of {paths.IMPLS}, got {impl!r}")
