@@ -15,9 +15,9 @@
 // Compared with a one-element-per-thread kernel, the reference moves 16 bytes per load
 // with float4 when the pointers allow it (m1.02): torch.add does the same, and this is
 // what it takes to keep pace with it at large sizes.
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>  // at::cuda::getCurrentCUDAStream
 
 #include <algorithm>
 #include <cstdint>
