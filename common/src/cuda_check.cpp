@@ -1,7 +1,5 @@
 #include "course/cuda_check.h"
 
-#include "course/cublas_check.h"
-
 #include <sstream>
 
 namespace course {
@@ -11,13 +9,6 @@ void throw_cuda_error(cudaError_t code, const char* call, const char* file, int 
   message << "CUDA error " << cudaGetErrorName(code) << " (" << cudaGetErrorString(code)
           << ") at " << file << ":" << line << " in `" << call << "`";
   throw CudaError(code, message.str());
-}
-
-void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
-  std::ostringstream message;
-  message << "cuBLAS error " << cublasGetStatusName(status) << " (" << cublasGetStatusString(status)
-          << ") at " << file << ":" << line << " in `" << call << "`";
-  throw CublasError(status, message.str());
 }
 
 }  // namespace course

@@ -131,7 +131,7 @@ inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std:
     const std::size_t row = static_cast<std::size_t>(p.rows[r]);
     const std::vector<float> got(C.begin() + row * N, C.begin() + (row + 1) * N);
     const std::vector<double> want(p.reference.begin() + r * N, p.reference.begin() + (r + 1) * N);
-    const ::testing::AssertionResult check = verify(got, want, tol);
+    const VerifyResult check = verify(got, want, tol);
     if (!check) {
       return "row " + std::to_string(row) + " of C (the [indices] are columns): " +
              check.message();

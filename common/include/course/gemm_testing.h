@@ -56,7 +56,7 @@
 #include "course/gemm_reference.h"
 #include "course/random.h"
 #include "course/testing.h"
-#include "course/verify.h"
+#include "course/verify_gtest.h"
 
 namespace course {
 
@@ -254,7 +254,7 @@ void expect_gemm_matches_reference(GemmFnOf<Input> gemm, GemmShape shape, float 
     const std::size_t row = static_cast<std::size_t>(rows[r]);
     const std::vector<float> got(c + row * N, c + (row + 1) * N);
     const std::vector<double> want(expected.begin() + r * N, expected.begin() + (r + 1) * N);
-    const ::testing::AssertionResult check = verify(got, want, tol);
+    const VerifyResult check = verify(got, want, tol);
     if (check) continue;
     for (float value : got) saw_nan |= std::isnan(value);
     if (bad_rows == 0) {

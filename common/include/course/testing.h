@@ -18,7 +18,7 @@
 #include "course/device_info.h"
 #include "course/impl.h"
 #include "course/random.h"
-#include "course/verify.h"
+#include "course/verify_gtest.h"
 
 namespace course {
 
