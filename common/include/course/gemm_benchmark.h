@@ -291,8 +291,3 @@ void register_tensor_core_gemm_rows(
 }
 
 }  // namespace course::bench
-
-namespace course {
-// Also reachable as course::register_gemm_rows.
-using bench::register_gemm_rows;
-}  // namespace course
