@@ -90,9 +90,9 @@ void launch_gemm(Kernel kernel, const char* function, int M, int N, int K, float
   require(C != nullptr, function, "C must be a device pointer, got null");
   require(K == 0 || (A != nullptr && B != nullptr), function,
           "A and B must be device pointers, got null");
-  // gridDim.y is at most 65535; blockIdx.x * kTile + threadIdx.x and k0 + kTile are ints.
-  require(ceil_div(M, kTile) <= 65535, function,
-          "M must be at most 65535 * " + std::to_string(kTile) + ", got " + std::to_string(M));
+  // One block per kTile rows in y (kMaxGridY at most); blockIdx.x * kTile + threadIdx.x and
+  // k0 + kTile are ints.
+  require_grid_y(ceil_div(M, kTile), function, "M = " + std::to_string(M));
   require(N <= INT_MAX - kTile && K <= INT_MAX - kTile, function,
           "N and K must be at most INT_MAX - " + std::to_string(kTile) + ", got N = " +
               std::to_string(N) + ", K = " + std::to_string(K));

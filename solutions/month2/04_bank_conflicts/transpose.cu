@@ -119,9 +119,7 @@ bool check_transpose_arguments(const char* function, const float* in, const floa
   // The kernels compute indices in int: keep blockIdx * kTile + threadIdx below INT_MAX.
   require(rows <= INT_MAX - kTile && cols <= INT_MAX - kTile, function,
           "rows and cols must be at most INT_MAX - " + std::to_string(kTile));
-  // gridDim.y is at most 65535.
-  require(ceil_div(rows, kTile) <= 65535, function,
-          "at most 65535 * " + std::to_string(kTile) + " rows, got " + std::to_string(rows));
+  require_grid_y(ceil_div(rows, kTile), function, "rows = " + std::to_string(rows));
   const auto elements = static_cast<std::uintptr_t>(rows) * static_cast<std::uintptr_t>(cols);
   const auto in_begin = reinterpret_cast<std::uintptr_t>(in);
   const auto out_begin = reinterpret_cast<std::uintptr_t>(out);

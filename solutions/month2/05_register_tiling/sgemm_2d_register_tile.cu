@@ -439,8 +439,7 @@ void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B,
                float* C, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div(N, Tile::BN)),
                   static_cast<unsigned>(ceil_div(M, Tile::BM)));
-  require(grid.y <= 65535u, "sgemm_2d_register_tile",
-          "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
+  require_grid_y(grid.y, "sgemm_2d_register_tile", "M = " + std::to_string(M));
   // float4 loads of A, float4 copies of B and float4 stores to C need every row of A, B
   // and C to start on a 16-byte boundary (sgemm_2d_uses_float4). Otherwise the same kernel
   // runs with 4-byte loads, copies and stores.

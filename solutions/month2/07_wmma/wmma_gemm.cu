@@ -265,8 +265,7 @@ void wmma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* 
           "A, B and C must be device pointers, got null");
   const dim3 grid(static_cast<unsigned>(ceil_div(N, kBlockN)),
                   static_cast<unsigned>(ceil_div(M, kBlockM)));
-  require(grid.y <= 65535u, function,
-          "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
+  require_grid_y(grid.y, function, "M = " + std::to_string(M));
   // 16-byte copies of 8 halves need every row of A and B to start on a 16-byte boundary.
   const bool vectorized = K % 8 == 0 && N % 8 == 0 && is_aligned(A, 16) && is_aligned(B, 16);
   if (vectorized) {
