@@ -9,6 +9,7 @@
 #                        exercises' Python tests (m1.05); a GPU machine brings its own CUDA PyTorch
 #   ninja-build          torch.utils.cpp_extension.load builds extensions with ninja
 #   python3-pytest       runs those tests (unittest is the fallback without it)
+#   clang-format         checks that the solutions follow .clang-format (ctest course/clang_format)
 #   cuobjdump, nvdisasm  read compiled GPU machine code (the SASS checks, e.g. m2.05's 128-bit
 #                        loads). They come with the full CUDA toolkit; where it lacks them,
 #                        NVIDIA's pip packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm do.
@@ -18,7 +19,7 @@ SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 packages=(cmake g++ make googletest libgtest-dev libgmock-dev libbenchmark-dev python3
-          python3-torch libtorch-dev ninja-build python3-pytest)
+          python3-torch libtorch-dev ninja-build python3-pytest clang-format)
 $SUDO apt-get update
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
 

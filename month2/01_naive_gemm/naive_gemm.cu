@@ -23,9 +23,9 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 // 32 x 32 = 1024 threads per block, the most a block may hold: one warp per block row.
 constexpr int kBlockDim = 32;
 
-__global__ void __launch_bounds__(kBlockDim * kBlockDim)
-    naive_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B,
-                      float beta, float* C) {
+__global__ void __launch_bounds__((kBlockDim * kBlockDim))
+    naive_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                      float* C) {
   // TODO(m2.01a): compute the element of C this thread owns, with x along the rows:
   //   row = blockIdx.x * blockDim.x + threadIdx.x,  col = blockIdx.y * blockDim.y + threadIdx.y.
   // If it is inside C (row < M and col < N), sum A[row][k] * B[k][col] over k = 0 .. K-1

@@ -24,7 +24,7 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 // 32 threads with the same threadIdx.y and threadIdx.x = 0 .. 31.
 constexpr int kBlockDim = 32;
 
-__global__ void __launch_bounds__(kBlockDim * kBlockDim)
+__global__ void __launch_bounds__((kBlockDim * kBlockDim))
     coalesced_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B,
                           float beta, float* C) {
   // TODO(m2.02a): the kernel of m2.01 with the roles of x and y swapped: the column of C
@@ -34,8 +34,8 @@ __global__ void __launch_bounds__(kBlockDim * kBlockDim)
   // without reading C).
 }
 
-void coalesced_gemm(int M, int N, int K, float alpha, const float* A, const float* B,
-                    float beta, float* C, cudaStream_t stream) {
+void coalesced_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                    float* C, cudaStream_t stream) {
   // Bad sizes throw; an empty C (M == 0 or N == 0) leaves nothing to launch.
   if (!gemm_launch_needed("coalesced_gemm", M, N, K, GridY::rows, kBlockDim)) return;
 

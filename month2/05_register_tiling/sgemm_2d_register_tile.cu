@@ -185,8 +185,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   int b_bytes[4];  // per column when not vectorized; b_bytes[0] covers the float4 otherwise
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    if (kVectorized) b_bytes[j] = col < N ? 16 : 0;
-    else b_bytes[j] = col + j < N ? 4 : 0;
+    if (kVectorized)
+      b_bytes[j] = col < N ? 16 : 0;
+    else
+      b_bytes[j] = col + j < N ? 4 : 0;
   }
   const float* b_source =
       B + (static_cast<std::ptrdiff_t>(b_row + k_first) * N + (col < N ? col : 0));
@@ -261,7 +263,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
     // TODO(m2.05e): read this thread's fragments for step k as float4s:
     //   a_frag[slot][4 * i .. 4 * i + 3] = the float4 at a + i * Tile::kLanesM * 4, i < TM / 4
     //   b_frag[slot][4 * j .. 4 * j + 3] = the float4 at b + j * Tile::kLanesN * 4, j < TN / 4
-    // e.g. *reinterpret_cast<float4*>(&a_frag[slot][i * 4]) = *reinterpret_cast<const float4*>(...);
+    // e.g. *reinterpret_cast<float4*>(&a_frag[slot][i * 4]) =
+    //          *reinterpret_cast<const float4*>(...);
     (void)a, (void)b, (void)slot;
   };
   // The outer product of the two fragments: TM * TN FMAs from TM + TN loaded values.
@@ -351,7 +354,8 @@ void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B,
   if (vectorized) {
     sgemm_2d_kernel<Tile, true><<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
   } else {
-    sgemm_2d_kernel<Tile, false><<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+    sgemm_2d_kernel<Tile, false>
+        <<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -370,8 +374,8 @@ void sgemm_2d_register_tile(int M, int N, int K, float alpha, const float* A, co
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  const long long large_tiles = static_cast<long long>(ceil_div(M, LargeTile::BM)) *
-                                ceil_div(N, LargeTile::BN);
+  const long long large_tiles =
+      static_cast<long long>(ceil_div(M, LargeTile::BM)) * ceil_div(N, LargeTile::BN);
   if (large_tiles >= multiprocessors) {
     launch_2d<LargeTile>(M, N, K, alpha, A, B, beta, C, stream);
   } else {

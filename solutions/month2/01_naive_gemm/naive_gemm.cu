@@ -24,9 +24,9 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 // 32 x 32 = 1024 threads per block, the most a block may hold: one warp per block row.
 constexpr int kBlockDim = 32;
 
-__global__ void __launch_bounds__(kBlockDim * kBlockDim)
-    naive_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B,
-                      float beta, float* C) {
+__global__ void __launch_bounds__((kBlockDim * kBlockDim))
+    naive_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                      float* C) {
   // x walks down the rows of C, y across its columns. Consecutive threads of a warp (they
   // differ in threadIdx.x) therefore own consecutive *rows*: the uncoalesced mapping.
   const int row = blockIdx.x * blockDim.x + threadIdx.x;

@@ -32,9 +32,9 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 constexpr int kTileDim = 32;
 
 template <int TILE_DIM>
-__global__ void __launch_bounds__(TILE_DIM * TILE_DIM)
-    tiled_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B,
-                      float beta, float* C) {
+__global__ void __launch_bounds__((TILE_DIM * TILE_DIM))
+    tiled_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                      float* C) {
   static_assert(TILE_DIM >= 1 && TILE_DIM * TILE_DIM <= 1024,
                 "a block of TILE_DIM x TILE_DIM threads must hold at most 1024 threads: "
                 "TILE_DIM can be at most 32");

@@ -28,7 +28,8 @@ namespace register_tiling_1d {
 constexpr int BM = 64, BN = 64, BK = 8, TM = 8;
 constexpr int kThreads = (BM / TM) * BN;  // 512: one thread per (group of TM rows, column)
 static_assert(BM % TM == 0, "a thread computes TM consecutive rows: BM must be a multiple of TM");
-static_assert(kThreads <= 1024, "a block may have at most 1024 threads: raise TM or shrink the tile");
+static_assert(kThreads <= 1024,
+              "a block may have at most 1024 threads: raise TM or shrink the tile");
 // ---- end of given ----
 static_assert(BM * BK == kThreads && BK * BN == kThreads,
               "each thread copies exactly one element of the A tile (BM x BK) and one of the B "

@@ -181,8 +181,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   int b_bytes[4];  // per column when not vectorized; b_bytes[0] covers the float4 otherwise
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    if (kVectorized) b_bytes[j] = col < N ? 16 : 0;
-    else b_bytes[j] = col + j < N ? 4 : 0;
+    if (kVectorized)
+      b_bytes[j] = col < N ? 16 : 0;
+    else
+      b_bytes[j] = col + j < N ? 4 : 0;
   }
   const float* b_source =
       B + (static_cast<std::ptrdiff_t>(b_row + k_first) * N + (col < N ? col : 0));
@@ -245,7 +247,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
         copy_16_bytes_async(dest, source, inside ? b_bytes[0] : 0);
       } else {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) copy_4_bytes_async(dest + j * 4, source + j, inside ? b_bytes[j] : 0);
+        for (int j = 0; j < 4; ++j)
+          copy_4_bytes_async(dest + j * 4, source + j, inside ? b_bytes[j] : 0);
       }
     }
     b_source += b_tile_stride;
@@ -389,7 +392,8 @@ void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B,
   if (vectorized) {
     sgemm_2d_kernel<Tile, true><<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
   } else {
-    sgemm_2d_kernel<Tile, false><<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+    sgemm_2d_kernel<Tile, false>
+        <<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -408,8 +412,8 @@ void sgemm_2d_register_tile(int M, int N, int K, float alpha, const float* A, co
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  const long long large_tiles = static_cast<long long>(ceil_div(M, LargeTile::BM)) *
-                                ceil_div(N, LargeTile::BN);
+  const long long large_tiles =
+      static_cast<long long>(ceil_div(M, LargeTile::BM)) * ceil_div(N, LargeTile::BN);
   if (large_tiles >= multiprocessors) {
     launch_2d<LargeTile>(M, N, K, alpha, A, B, beta, C, stream);
   } else {
