@@ -123,7 +123,7 @@ inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std:
   for (std::size_t i = 0; i < C.size(); ++i) {
     if (!std::isfinite(C[i])) {
       return "C[" + std::to_string(i / N) + "][" + std::to_string(i % N) + "] is " +
-             (course::detail::is_poison(C[i]) ? "never written (still NaN)" : "inf or NaN");
+             (course::is_poison(C[i]) ? "never written (still NaN)" : "inf or NaN");
     }
   }
   const Tolerance tol = gemm_tolerance(p.inputs, p.shape.K);

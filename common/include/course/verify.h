@@ -76,11 +76,10 @@ constexpr Tolerance tolerance_for(Dtype dtype) {
   return {0.0, 0.0};
 }
 
-namespace detail {
-
+// Whether `value` is still the poison DeviceBuffer::poison() writes (every byte 0xFF: a NaN
+// in float, half and bfloat16), i.e. an element nothing has written since.
 template <typename T>
 bool is_poison(const T& value) {
-  // DeviceBuffer::poison() sets every byte to 0xFF.
   unsigned char bytes[sizeof(T)];
   std::memcpy(bytes, &value, sizeof(T));
   for (unsigned char b : bytes) {
@@ -88,6 +87,8 @@ bool is_poison(const T& value) {
   }
   return true;
 }
+
+namespace detail {
 
 template <typename T>
 double to_double(const T& value) {
@@ -125,7 +126,7 @@ VerifyResult verify(const std::vector<T>& actual, const std::vector<R>& expected
     if (ok) continue;
     if (mismatches < max_reported) {
       first << "\n  [" << i << "] got " << got;
-      if (detail::is_poison(actual[i])) first << " (never written: still the poison value)";
+      if (is_poison(actual[i])) first << " (never written: still the poison value)";
       first << ", expected " << want;
     }
     ++mismatches;
