@@ -34,6 +34,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,28 @@ enum class L2Cache { flush, keep };
 inline constexpr int kRepetitions = 5;
 inline constexpr double kMinTimeSeconds = 0.1;
 inline constexpr const char* kStatisticContextKey = "statistic";
+
+// Inputs and references made once per key and shared by every row (and every repetition of
+// a row) that times them: Google Benchmark calls a row's function again for each run.
+//
+//   static course::bench::ProblemCache<std::int64_t, Inputs> cache;
+//   const Inputs& in = cache.get(n, [&](Inputs& fresh) { ... fill fresh for size n ... });
+template <typename Key, typename Problem>
+class ProblemCache {
+ public:
+  const Problem& get(const Key& key, const std::function<void(Problem&)>& make) {
+    std::unique_ptr<Problem>& entry = problems_[key];
+    if (!entry) {
+      auto problem = std::make_unique<Problem>();
+      make(*problem);
+      entry = std::move(problem);  // only once it is complete: a throwing make() caches nothing
+    }
+    return *entry;
+  }
+
+ private:
+  std::map<Key, std::unique_ptr<Problem>> problems_;
+};
 
 // The GPU the benchmarks run on (queried once).
 const DeviceFacts& device();

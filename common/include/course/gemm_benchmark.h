@@ -92,29 +92,25 @@ struct GemmBenchProblem {
 };
 
 inline const GemmBenchProblem& gemm_bench_problem(int n, Dtype inputs) {
-  static std::map<std::pair<int, Dtype>, std::unique_ptr<GemmBenchProblem>> cache;
-  auto& entry = cache[{n, inputs}];
-  if (!entry) {
-    auto problem = std::make_unique<GemmBenchProblem>();
-    problem->shape = GemmShape{n, n, n};
-    problem->inputs = inputs;
+  static ProblemCache<std::pair<int, Dtype>, GemmBenchProblem> cache;
+  return cache.get({n, inputs}, [&](GemmBenchProblem& problem) {
+    problem.shape = GemmShape{n, n, n};
+    problem.inputs = inputs;
     const std::size_t count = static_cast<std::size_t>(n) * n;
     if (inputs == Dtype::fp16) {
-      problem->A = gemm_inputs<__half>(count, 1000 + n).exact;
-      problem->B = gemm_inputs<__half>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<__half>(count, 1000 + n).exact;
+      problem.B = gemm_inputs<__half>(count, 2000 + n).exact;
     } else if (inputs == Dtype::bf16) {
-      problem->A = gemm_inputs<__nv_bfloat16>(count, 1000 + n).exact;
-      problem->B = gemm_inputs<__nv_bfloat16>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<__nv_bfloat16>(count, 1000 + n).exact;
+      problem.B = gemm_inputs<__nv_bfloat16>(count, 2000 + n).exact;
     } else {
-      problem->A = gemm_inputs<float>(count, 1000 + n).exact;
-      problem->B = gemm_inputs<float>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<float>(count, 1000 + n).exact;
+      problem.B = gemm_inputs<float>(count, 2000 + n).exact;
     }
-    problem->rows = gemm_sample_rows(n);
-    problem->reference = reference_gemm_rows(problem->shape, 1.0f, problem->A, problem->B, 0.0f,
-                                             {}, problem->rows);
-    entry = std::move(problem);
-  }
-  return *entry;
+    problem.rows = gemm_sample_rows(n);
+    problem.reference =
+        reference_gemm_rows(problem.shape, 1.0f, problem.A, problem.B, 0.0f, {}, problem.rows);
+  });
 }
 
 // Returns an empty string when C (downloaded) passes, else what is wrong.
