@@ -175,10 +175,6 @@ void launch_affine_gelu(const float* x, const float* w, const float* b, float* y
   CUDA_CHECK_LAUNCH();
 }
 
-bool is_16_byte_aligned(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % alignof(float4) == 0;
-}
-
 }  // namespace
 
 void affine_gelu(const float* x, const float* w, const float* b, float* y, std::int64_t rows,
@@ -188,8 +184,8 @@ void affine_gelu(const float* x, const float* w, const float* b, float* y, std::
 
   // float4 needs every row to start on a 16-byte boundary (cols a multiple of 4, x and y
   // aligned) and w and b aligned too. Otherwise one float at a time: correct, slower.
-  if (cols % 4 == 0 && is_16_byte_aligned(x) && is_16_byte_aligned(w) && is_16_byte_aligned(b) &&
-      is_16_byte_aligned(y)) {
+  if (cols % 4 == 0 && is_aligned(x, 16) && is_aligned(w, 16) && is_aligned(b, 16) &&
+      is_aligned(y, 16)) {
     launch_affine_gelu<float4>(x, w, b, y, rows, cols / 4, stream);
   } else {
     launch_affine_gelu<float>(x, w, b, y, rows, cols, stream);
