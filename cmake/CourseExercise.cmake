@@ -4,7 +4,6 @@
 #     SOURCES    vector_add.cu          # the files you edit; each has a twin in solutions/
 #     TESTS      test_vector_add.cu     # GoogleTest sources, run against both versions
 #     BENCHMARKS bench_vector_add.cu    # Google Benchmark sources, built once
-#     LIBRARIES  CUDA::cublas           # optional extra libraries
 #     COMPARES_WITH m1_01_vector_add)   # optional: earlier exercises the benchmark times
 #
 # COMPARES_WITH links each named exercise's reference solution (and so its interface
@@ -57,22 +56,21 @@ function(course_label_discovered_tests target labels)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
 endfunction()
 
-function(course_exercise_id out_id out_month out_tag)
+function(course_exercise_id out_id out_month)
   file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   if(NOT rel MATCHES "^month([0-9]+)/([0-9][0-9])_([a-z0-9_]+)$")
     message(FATAL_ERROR "course_add_exercise: ${rel} is not a folder monthN/NN_name")
   endif()
   set(${out_id} "m${CMAKE_MATCH_1}_${CMAKE_MATCH_2}_${CMAKE_MATCH_3}" PARENT_SCOPE)
   set(${out_month} "month${CMAKE_MATCH_1}" PARENT_SCOPE)
-  set(${out_tag} "m${CMAKE_MATCH_1}.${CMAKE_MATCH_2}" PARENT_SCOPE)
 endfunction()
 
 function(course_add_exercise)
-  cmake_parse_arguments(EX "" "" "SOURCES;TESTS;BENCHMARKS;LIBRARIES;COMPARES_WITH" ${ARGN})
+  cmake_parse_arguments(EX "" "" "SOURCES;TESTS;BENCHMARKS;COMPARES_WITH" ${ARGN})
   if(NOT EX_SOURCES)
     message(FATAL_ERROR "course_add_exercise: SOURCES is required")
   endif()
-  course_exercise_id(id month tag)
+  course_exercise_id(id month)
   file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${rel}")
 
@@ -95,7 +93,7 @@ function(course_add_exercise)
     add_library(${lib} STATIC ${impl_sources})
     target_include_directories(${lib} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
     target_compile_definitions(${lib} PRIVATE COURSE_IMPL=${impl})
-    target_link_libraries(${lib} PUBLIC course_common ${EX_LIBRARIES})
+    target_link_libraries(${lib} PUBLIC course_common)
     add_dependencies(course_${impl}s ${lib})
     if(impl STREQUAL "exercise")
       add_dependencies(${id}_exercise_all ${lib})
@@ -121,7 +119,6 @@ function(course_add_exercise)
     add_executable(${id}_bench ${EX_BENCHMARKS})
     # The benchmark compares both versions, so it is built from neither's COURSE_IMPL.
     target_link_libraries(${id}_bench PRIVATE ${id}_exercise ${id}_solution course_bench_support)
-    target_compile_definitions(${id}_bench PRIVATE COURSE_BENCHMARK_BUILD=1)
     add_dependencies(course_benchmarks ${id}_bench)
     add_dependencies(${id}_exercise_all ${id}_bench)
     foreach(previous IN LISTS EX_COMPARES_WITH)
@@ -152,7 +149,7 @@ function(course_add_sass_check name)
   if(NOT Python3_Interpreter_FOUND)
     return()
   endif()
-  course_exercise_id(id month tag)
+  course_exercise_id(id month)
   foreach(impl solution exercise)
     add_test(NAME ${impl}/${id}/${name}
       COMMAND ${Python3_EXECUTABLE} ${CHECK_SCRIPT} --library $<TARGET_FILE:${id}_${impl}>

@@ -8,6 +8,22 @@ option(COURSE_ALLOW_DOWNLOADS "Fetch GoogleTest/Google Benchmark if not installe
 
 include(FetchContent)
 
+# course_fetch(<name> <what> <url> [OPTION...]): the fallback for a package that is not
+# installed. Stops with the install hint when downloads are off; otherwise turns the given
+# options of the package's build OFF (its tests, its install rules) and fetches it.
+function(course_fetch name what url)
+  if(NOT COURSE_ALLOW_DOWNLOADS)
+    message(FATAL_ERROR "${what} not found. Run scripts/install-deps.sh "
+                        "or configure with -DCOURSE_ALLOW_DOWNLOADS=ON.")
+  endif()
+  message(STATUS "${what} not installed: fetching it")
+  foreach(option IN LISTS ARGN)
+    set(${option} OFF CACHE BOOL "" FORCE)
+  endforeach()
+  FetchContent_Declare(${name} URL "${url}")
+  FetchContent_MakeAvailable(${name})
+endfunction()
+
 find_package(GTest CONFIG QUIET)
 if(NOT GTest_FOUND)
   find_package(GTest QUIET)
@@ -17,32 +33,21 @@ if(NOT TARGET GTest::gtest AND EXISTS /usr/src/googletest/CMakeLists.txt)
   add_subdirectory(/usr/src/googletest ${CMAKE_BINARY_DIR}/_deps/googletest EXCLUDE_FROM_ALL)
 endif()
 if(NOT TARGET GTest::gtest AND NOT TARGET gtest)
-  if(NOT COURSE_ALLOW_DOWNLOADS)
-    message(FATAL_ERROR "GoogleTest not found. Run scripts/install-deps.sh "
-                        "or configure with -DCOURSE_ALLOW_DOWNLOADS=ON.")
-  endif()
-  message(STATUS "GoogleTest not installed: fetching it")
-  set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
-  FetchContent_Declare(googletest
-    URL https://github.com/google/googletest/archive/refs/tags/v1.14.0.tar.gz)
-  FetchContent_MakeAvailable(googletest)
+  course_fetch(googletest GoogleTest
+    https://github.com/google/googletest/archive/refs/tags/v1.14.0.tar.gz INSTALL_GTEST)
 endif()
 if(NOT TARGET GTest::gtest)
   add_library(GTest::gtest ALIAS gtest)
 endif()
 
 find_package(benchmark QUIET)
+# The version decides how a benchmark's flags are spelled (common/src/benchmark.cpp).
+set(COURSE_BENCHMARK_VERSION "${benchmark_VERSION}")
 if(NOT TARGET benchmark::benchmark)
-  if(NOT COURSE_ALLOW_DOWNLOADS)
-    message(FATAL_ERROR "Google Benchmark not found. Run scripts/install-deps.sh "
-                        "or configure with -DCOURSE_ALLOW_DOWNLOADS=ON.")
-  endif()
-  message(STATUS "Google Benchmark not installed: fetching it")
-  set(BENCHMARK_ENABLE_TESTING OFF CACHE BOOL "" FORCE)
-  set(BENCHMARK_ENABLE_INSTALL OFF CACHE BOOL "" FORCE)
-  FetchContent_Declare(benchmark
-    URL https://github.com/google/benchmark/archive/refs/tags/v1.8.3.tar.gz)
-  FetchContent_MakeAvailable(benchmark)
+  set(COURSE_BENCHMARK_VERSION 1.8.3)
+  course_fetch(benchmark "Google Benchmark"
+    https://github.com/google/benchmark/archive/refs/tags/v${COURSE_BENCHMARK_VERSION}.tar.gz
+    BENCHMARK_ENABLE_TESTING BENCHMARK_ENABLE_INSTALL)
 endif()
 
 include(GoogleTest)

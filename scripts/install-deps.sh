@@ -12,6 +12,7 @@
 #   pybind11-dev         pybind11's headers: torch/extension.h includes them, and Debian's
 #                        libtorch-dev only recommends the package (m3.01, m3.02, the harness)
 #   python3-numpy        a second DLPack producer and consumer for m3.02's CPU tests
+#   clang-format         checks that the solutions follow .clang-format (ctest course/clang_format)
 #   cuobjdump, nvdisasm  read compiled GPU machine code (the SASS checks, e.g. m2.05's 128-bit
 #                        loads). They come with the full CUDA toolkit; where it lacks them,
 #                        NVIDIA's pip packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm do.
@@ -21,7 +22,8 @@ SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 packages=(cmake g++ make googletest libgtest-dev libgmock-dev libbenchmark-dev python3
-          python3-torch libtorch-dev ninja-build python3-pytest pybind11-dev python3-numpy)
+          python3-torch libtorch-dev ninja-build python3-pytest pybind11-dev python3-numpy
+          clang-format)
 $SUDO apt-get update
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
 

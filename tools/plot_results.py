@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from run_benchmarks import BASELINES, split_name
+from run_benchmarks import BASELINES, split_name, table_rows
 
 
 def have_matplotlib():
@@ -30,9 +30,7 @@ def have_matplotlib():
 def families(data):
     """{family: {"metric": "TFLOPS" | "GBps", "impls": [...], "sizes": [...], "values": {(impl, size): v}}}"""
     found = {}
-    for row in data.get("benchmarks", []):
-        if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
-            continue
+    for row in table_rows(data):  # the medians, as the tables show them
         family, impl, size = split_name(row["name"])
         entry = found.setdefault(family, {"impls": [], "sizes": [], "rows": {}})
         if impl not in entry["impls"]:

@@ -19,6 +19,15 @@ with the reference of the step above it (month2/gemm_ladder).
 
 By default the learner's rows are left out (`--include-exercise` keeps them, as
 ./course bench does), so the committed results describe the reference solutions.
+
+One statistic: the tables show the median of repetitions. A benchmark names the
+statistic of its rows in the JSON context under the key "statistic" (STATISTIC_KEY):
+the C++ benchmarks (common/src/benchmark.cpp) run every row several times and write
+Google Benchmark's "<row>_median" aggregates with "statistic": "median"; a Python
+benchmark that times the median itself writes its rows as plain iteration rows and
+"statistic": "median" in its context. The table takes a file's median aggregates where
+it has them, otherwise its iteration rows, and says under each heading which statistic
+that is (a file without the key is an old one, of means).
 """
 import argparse
 import json
@@ -35,6 +44,27 @@ PREVIOUS = re.compile(r"^(step_.*|unfused.*|eager.*)$")
 # A ladder (month2/gemm_ladder) names its rows family/<step>/<who>/size: every step of a
 # sequence in one table, each compared with the reference of the step before it.
 LADDER_WHO = ("solution", "exercise")
+# The JSON context key that names the statistic of a file's rows ("median"), written by the
+# C++ benchmarks and the Python ones alike.
+STATISTIC_KEY = "statistic"
+
+
+def table_rows(data):
+    """The rows a table shows: the median aggregates of the repetitions where the file has
+    them (a C++ benchmark's rows), else its iteration rows (one run each, as a Python
+    benchmark writes them); rows that failed are left out. Each row's name is its run_name,
+    without Google Benchmark's _median suffix."""
+    benchmarks = data.get("benchmarks", [])
+    medians = [row for row in benchmarks
+               if row.get("run_type") == "aggregate" and row.get("aggregate_name") == "median"]
+    chosen = medians or [row for row in benchmarks if row.get("run_type", "iteration") == "iteration"]
+    return [dict(row, name=row.get("run_name", row["name"])) for row in chosen
+            if not row.get("error_occurred")]
+
+
+def statistic(data):
+    """What the rows of a file are: the context's "statistic", or "mean" for an older file."""
+    return data.get("context", {}).get(STATISTIC_KEY, "mean")
 
 
 def gpu_slug(name):
@@ -109,13 +139,12 @@ def to_microseconds(row):
     return float(row["real_time"]) * scale
 
 
-def markdown_table(rows):
+def markdown_table(data):
+    rows = table_rows(data)
     # Latency rows (month2/memory_hierarchy) add a column; other tables keep their shape.
     latency = any("latency_ns" in row for row in rows)
     groups = {}
     for row in rows:
-        if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
-            continue
         family, impl, size = split_name(row["name"])
         groups.setdefault((family, size), []).append((impl, row))
     lines = []
@@ -153,16 +182,18 @@ def write_report(out_dir, gpu_name, results):
     parts = [f"# Measured results: {gpu_name}", "",
              "Written by `./course bench` (tools/run_benchmarks.py) from the JSON files beside this page;",
              "do not edit by hand. Every ratio compares rows measured in the same run of the same program.",
+             "Times and rates are the median of repetitions, as each file's `statistic` says;",
              "`% of peak` is the share of the theoretical DRAM bandwidth read from the device.", ""]
     for name, data in results:
         context = data.get("context", {})
         parts.append(f"## {name}")
         parts.append("")
         details = [f"{k}: {context[k]}" for k in ("gpu", "sm_count", "peak_dram_gbps", "cuda_runtime", "date") if k in context]
-        if details:
-            parts.append("_" + "; ".join(details) + "_")
-            parts.append("")
-        parts.append(markdown_table(data.get("benchmarks", [])))
+        details.append(f"{STATISTIC_KEY}: {statistic(data)}"
+                       + (f" of {context['repetitions']} repetitions" if "repetitions" in context else ""))
+        parts.append("_" + "; ".join(details) + "_")
+        parts.append("")
+        parts.append(markdown_table(data))
         parts.append("")
         if (out_dir / f"{name}.png").is_file():
             parts.append(f"![{name}]({name}.png)")
@@ -223,7 +254,8 @@ def main():
         results.append((path.stem, json.loads(path.read_text())))
     write_report(out_dir, gpu or out_dir.name, results)
     for path in ran if not args.report_only else []:
-        print(f"\n## {path.stem}\n\n{markdown_table(json.loads(path.read_text()).get('benchmarks', []))}")
+        data = json.loads(path.read_text())
+        print(f"\n## {path.stem} ({STATISTIC_KEY}: {statistic(data)})\n\n{markdown_table(data)}")
     shown = out_dir.relative_to(args.root) if out_dir.is_relative_to(args.root) else out_dir
     print(f"\nrun_benchmarks: wrote {shown}/README.md" + (f" and {len(pictures)} picture(s)" if pictures else ""))
     for failure in failures:

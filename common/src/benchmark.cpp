@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <sstream>
@@ -14,6 +15,9 @@ namespace course::bench {
 namespace {
 
 bool g_any_failed = false;
+
+// Launches before timing: the first launch of a kernel pays for loading it.
+constexpr int kWarmupLaunches = 3;
 
 // Writing a buffer twice the size of L2 evicts whatever the previous iteration left there.
 class L2Flusher {
@@ -45,10 +49,10 @@ void fail(benchmark::State& state, const std::string& reason) {
 }
 
 void measure(benchmark::State& state, Work work, const std::function<void(cudaStream_t)>& launch,
-             TimingOptions options) {
+             L2Cache l2) {
   cudaStream_t stream = nullptr;  // the default stream
   try {
-    for (int i = 0; i < options.warmup_iterations; ++i) launch(stream);
+    for (int i = 0; i < kWarmupLaunches; ++i) launch(stream);
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaStreamSynchronize(stream));
 
@@ -56,7 +60,7 @@ void measure(benchmark::State& state, Work work, const std::function<void(cudaSt
     double total_seconds = 0.0;
     std::int64_t iterations = 0;
     for (auto _ : state) {
-      if (options.flush_l2) l2_flusher().flush(stream);
+      if (l2 == L2Cache::flush) l2_flusher().flush(stream);
       timer.start(stream);
       launch(stream);
       timer.stop(stream);
@@ -103,6 +107,33 @@ void register_memcpy_baseline(const std::string& name, const std::vector<std::in
   for (std::int64_t count : float_counts) registered->Arg(count);
 }
 
+namespace {
+
+// The repetitions and minimum time of every row, ahead of the command line's own flags so
+// that those win (Google Benchmark keeps the last value of a flag). Google Benchmark 1.8
+// wants a unit on the minimum time; 1.7 (Ubuntu's package) takes a plain number.
+std::vector<std::string> default_flags() {
+  std::ostringstream min_time;
+  min_time << "--benchmark_min_time=" << kMinTimeSeconds;
+#if COURSE_BENCHMARK_MIN_TIME_HAS_UNIT
+  min_time << "s";
+#endif
+  return {"--benchmark_repetitions=" + std::to_string(kRepetitions),
+          "--benchmark_report_aggregates_only=true", min_time.str()};
+}
+
+// The repetitions the run will use: the last --benchmark_repetitions= given.
+int repetitions_in(const std::vector<char*>& args) {
+  const std::string flag = "--benchmark_repetitions=";
+  int repetitions = 1;
+  for (const char* arg : args) {
+    if (std::string(arg).rfind(flag, 0) == 0) repetitions = std::atoi(arg + flag.size());
+  }
+  return repetitions;
+}
+
+}  // namespace
+
 int run_benchmarks(int argc, char** argv) {
   std::string why_not;
   if (!cuda_device_available(&why_not)) {
@@ -123,8 +154,19 @@ int run_benchmarks(int argc, char** argv) {
     CUDA_CHECK(cudaRuntimeGetVersion(&runtime_version));
     benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime_version));
 
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    std::vector<std::string> defaults = default_flags();
+    std::vector<char*> args = {argv[0]};
+    for (std::string& flag : defaults) args.push_back(flag.data());
+    args.insert(args.end(), argv + 1, argv + argc);
+    const int repetitions = repetitions_in(args);
+    // With one repetition Google Benchmark reports the run itself: the mean of its iterations.
+    benchmark::AddCustomContext(kStatisticContextKey, repetitions > 1 ? "median" : "mean");
+    benchmark::AddCustomContext("repetitions", std::to_string(repetitions));
+
+    int count = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    benchmark::Initialize(&count, args.data());
+    if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
     benchmark::RunSpecifiedBenchmarks();
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.what());

@@ -1,23 +1,23 @@
 #include "course/cuda_check.h"
 
-#include "course/cublas_check.h"
-
 #include <sstream>
 
 namespace course {
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
-  std::ostringstream message;
-  message << "CUDA error " << cudaGetErrorName(code) << " (" << cudaGetErrorString(code)
-          << ") at " << file << ":" << line << " in `" << call << "`";
-  throw CudaError(code, message.str());
+  throw CudaError(code, detail::check_failure_message("CUDA", cudaGetErrorName(code),
+                                                      cudaGetErrorString(code), call, file, line));
 }
 
-void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+namespace detail {
+
+std::string check_failure_message(const char* library, const char* name, const char* description,
+                                  const char* call, const char* file, int line) {
   std::ostringstream message;
-  message << "cuBLAS error " << cublasGetStatusName(status) << " (" << cublasGetStatusString(status)
-          << ") at " << file << ":" << line << " in `" << call << "`";
-  throw CublasError(status, message.str());
+  message << library << " error " << name << " (" << description << ") at " << file << ":" << line
+          << " in `" << call << "`";
+  return message.str();
 }
 
+}  // namespace detail
 }  // namespace course

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "course/verify.h"
+#include "course/verify_gtest.h"
 
 namespace {
 
@@ -14,7 +14,7 @@ using course::Dtype;
 using course::tolerance_for;
 using course::verify;
 
-std::string failure_message(const ::testing::AssertionResult& result) { return result.message(); }
+std::string failure_message(const course::VerifyResult& result) { return result.message(); }
 
 TEST(Verify, PassesIdenticalValues) {
   const std::vector<float> values = {1.0f, -2.5f, 3.25f};

@@ -14,8 +14,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,18 +35,15 @@ struct Inputs {
 };
 
 const Inputs& inputs_for(std::int64_t n) {
-  static std::map<std::int64_t, std::unique_ptr<Inputs>> cache;
-  auto& slot = cache[n];
-  if (!slot) {
+  static course::bench::ProblemCache<std::int64_t, Inputs> cache;
+  return cache.get(n, [&](Inputs& slot) {
     const auto a = course::random_uniform<float>(n, 1);
     const auto b = course::random_uniform<float>(n, 2);
-    slot = std::make_unique<Inputs>();
-    slot->expected.resize(n);
-    for (std::int64_t i = 0; i < n; ++i) slot->expected[i] = static_cast<double>(a[i]) + b[i];
-    slot->a = course::DeviceBuffer<float>::from_host(a);
-    slot->b = course::DeviceBuffer<float>::from_host(b);
-  }
-  return *slot;
+    slot.expected.resize(n);
+    for (std::int64_t i = 0; i < n; ++i) slot.expected[i] = static_cast<double>(a[i]) + b[i];
+    slot.a = course::DeviceBuffer<float>::from_host(a);
+    slot.b = course::DeviceBuffer<float>::from_host(b);
+  });
 }
 
 using Launch = std::function<void(const float*, const float*, float*, std::int64_t, cudaStream_t)>;

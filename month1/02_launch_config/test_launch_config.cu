@@ -26,10 +26,9 @@ constexpr const char* kFloat4Hint =
     "and TODO(m1.02d) (vector_add_float4: alignment and launch) in "
     "month1/02_launch_config/launch_config.cu";
 
-// Floats around each array that the kernel must leave alone. 1024 floats are 4096 bytes, a
-// multiple of 16, so an array placed `offset` floats after the guard is exactly
+// Every array sits between guard zones the kernel must leave alone (course::GuardedBuffer):
+// the front guard is 4096 bytes, so an array placed `offset` floats after it is exactly
 // 4 * offset bytes past a 16-byte boundary (cudaMalloc returns 256-byte aligned memory).
-constexpr std::int64_t kGuard = 1024;
 
 // Where each array starts, in floats past a 16-byte boundary.
 struct Offsets {
@@ -65,41 +64,20 @@ struct Inputs {
 void check_vector_add(const Inputs& in, Offsets offsets, const AddFn& add,
                       const std::string& hint) {
   const std::int64_t n = in.n;
-  // Layout of every buffer: [guard | offset | n elements | guard], all poisoned (NaN) first.
-  auto place = [n](const std::vector<float>* values, int offset) {
-    course::DeviceBuffer<float> storage(kGuard + offset + n + kGuard);
-    storage.poison();
-    if (values != nullptr && n > 0) {
-      CUDA_CHECK(cudaMemcpy(storage.data() + kGuard + offset, values->data(), n * sizeof(float),
-                            cudaMemcpyHostToDevice));
-    }
-    return storage;
-  };
-  auto device_a = place(&in.a, offsets.a);
-  auto device_b = place(&in.b, offsets.b);
-  auto device_c = place(nullptr, offsets.c);
+  // Every buffer: [guard | offset | n elements | guard], all poisoned (NaN) first.
+  auto device_a = course::GuardedBuffer<float>::from_host(in.a, offsets.a);
+  auto device_b = course::GuardedBuffer<float>::from_host(in.b, offsets.b);
+  course::GuardedBuffer<float> device_c(static_cast<std::size_t>(n), offsets.c);
 
-  add(device_a.data() + kGuard + offsets.a, device_b.data() + kGuard + offsets.b,
-      device_c.data() + kGuard + offsets.c, n);
+  add(device_a.data(), device_b.data(), device_c.data(), n);
   CUDA_CHECK(cudaDeviceSynchronize());  // errors inside the kernel surface here
 
-  const std::vector<float> all = device_c.to_host();
-  const auto first = all.begin() + kGuard + offsets.c;
-  const std::vector<float> c(first, first + n);
-  EXPECT_TRUE(course::verify(c, in.expected, course::tolerance_for(course::Dtype::fp32)))
+  const auto c = device_c.download();
+  EXPECT_TRUE(course::verify(c.values, in.expected, course::tolerance_for(course::Dtype::fp32)))
       << "n = " << n << ", pointers " << offsets << ", seed = " << in.seed << ": " << hint;
-
-  std::int64_t stray = -1;  // the first guard element that is no longer the poison
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(all.size()); ++i) {
-    const bool inside = i >= kGuard + offsets.c && i < kGuard + offsets.c + n;
-    if (!inside && !course::detail::is_poison(all[i])) {
-      stray = i;
-      break;
-    }
-  }
-  EXPECT_EQ(stray, -1) << "the kernel wrote outside c[0, n) (n = " << n << ", pointers " << offsets
-                       << "): element " << stray - (kGuard + offsets.c)
-                       << " relative to c was changed. " << hint;
+  EXPECT_FALSE(c.first_stray_write)
+      << "the kernel wrote outside c[0, n) (n = " << n << ", pointers " << offsets << "): element "
+      << c.first_stray_write.value_or(0) << " relative to c was changed. " << hint;
 }
 
 // 0 and 1: the smallest cases. 3, 4, 5: less than, exactly and just over one float4.

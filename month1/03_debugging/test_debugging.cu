@@ -107,7 +107,7 @@ TEST_P(LaunchTest, ValidBlockSizeRunsAndWritesEveryThreadIndex) {
                              course::tolerance_for(course::Dtype::fp32)))
       << kLaunchHint;
   bool rest_untouched = true;
-  for (int i = threads; i < kSize; ++i) rest_untouched &= course::detail::is_poison(values[i]);
+  for (int i = threads; i < kSize; ++i) rest_untouched &= course::is_poison(values[i]);
   EXPECT_TRUE(rest_untouched) << "the kernel wrote past out[" << threads - 1 << "]";
 }
 
@@ -188,31 +188,18 @@ struct GuardedRowSum {
 // after the matrix holds rows + cols + 1024 floats, more than any index a row-sum kernel
 // with the usual mistakes can reach, so a wrong index reads NaN instead of faulting.
 GuardedRowSum run_guarded_row_sum(const Shape& shape, const std::vector<float>& matrix) {
-  constexpr std::int64_t kGuard = 1024;
-  const std::int64_t count = static_cast<std::int64_t>(shape.rows) * shape.cols;
-  course::DeviceBuffer<float> matrix_storage(kGuard + count + shape.rows + shape.cols + kGuard);
-  matrix_storage.poison();
-  if (count > 0) {
-    CUDA_CHECK(cudaMemcpy(matrix_storage.data() + kGuard, matrix.data(), count * sizeof(float),
-                          cudaMemcpyHostToDevice));
-  }
-  course::DeviceBuffer<float> sums_storage(kGuard + shape.rows + kGuard);
-  sums_storage.poison();
+  using Guarded = course::GuardedBuffer<float>;
+  const std::size_t reach = static_cast<std::size_t>(shape.rows) + shape.cols + Guarded::kGuard;
+  auto device_matrix = Guarded::from_host(matrix, /*offset=*/0, /*guard_after=*/reach);
+  Guarded device_sums(static_cast<std::size_t>(shape.rows));
 
-  course::impl::row_sum(matrix_storage.data() + kGuard, sums_storage.data() + kGuard, shape.rows,
-                        shape.cols);
+  course::impl::row_sum(device_matrix.data(), device_sums.data(), shape.rows, shape.cols);
   CUDA_CHECK(cudaDeviceSynchronize());
 
-  const std::vector<float> all = sums_storage.to_host();
+  auto sums = device_sums.download();
   GuardedRowSum result;
-  result.sums.assign(all.begin() + kGuard, all.begin() + kGuard + shape.rows);
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(all.size()); ++i) {
-    const bool inside = i >= kGuard && i < kGuard + shape.rows;
-    if (!inside && !course::detail::is_poison(all[i])) {
-      result.stray_write = i - kGuard;
-      break;
-    }
-  }
+  result.sums = std::move(sums.values);
+  result.stray_write = sums.first_stray_write.value_or(-1);
   return result;
 }
 
@@ -228,7 +215,7 @@ TEST_P(RowSumTest, ReadsOnlyInsideTheMatrixAndWritesOnlySums) {
   int nan_rows = 0, first_nan = -1, unwritten = 0;
   for (int r = 0; r < shape.rows; ++r) {
     const float value = result.sums[r];
-    if (course::detail::is_poison(value)) {
+    if (course::is_poison(value)) {
       ++unwritten;
     } else if (std::isnan(value)) {
       if (first_nan < 0) first_nan = r;

@@ -16,8 +16,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <map>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,25 +38,22 @@ struct Inputs {
 };
 
 const Inputs& inputs_for(std::int64_t rows, std::int64_t cols) {
-  static std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Inputs>> cache;
-  auto& slot = cache[{rows, cols}];
-  if (!slot) {
+  static course::bench::ProblemCache<std::pair<std::int64_t, std::int64_t>, Inputs> cache;
+  return cache.get({rows, cols}, [&](Inputs& slot) {
     const auto x = course::random_uniform<float>(rows * cols, 1, -3.0, 3.0);
     const auto w = course::random_uniform<float>(cols, 2, -1.5, 1.5);
     const auto b = course::random_uniform<float>(cols, 3, -1.0, 1.0);
-    slot = std::make_unique<Inputs>();
-    slot->expected.resize(rows * cols);
+    slot.expected.resize(rows * cols);
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
         const double v = static_cast<double>(x[r * cols + c]) * w[c] + b[c];
-        slot->expected[r * cols + c] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        slot.expected[r * cols + c] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
       }
     }
-    slot->x = course::DeviceBuffer<float>::from_host(x);
-    slot->w = course::DeviceBuffer<float>::from_host(w);
-    slot->b = course::DeviceBuffer<float>::from_host(b);
-  }
-  return *slot;
+    slot.x = course::DeviceBuffer<float>::from_host(x);
+    slot.w = course::DeviceBuffer<float>::from_host(w);
+    slot.b = course::DeviceBuffer<float>::from_host(b);
+  });
 }
 
 using Launch = std::function<void(const float* x, const float* w, const float* b, float* y,

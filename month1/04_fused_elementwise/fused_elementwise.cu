@@ -42,13 +42,13 @@ void require_shape(std::int64_t rows, std::int64_t cols, const char* function) {
 //
 // Three kernels, as PyTorch eager mode launches them, each walking the matrix the same way:
 // a thread per column (neighbouring threads, neighbouring columns: coalesced), and rows
-// blockIdx.y, blockIdx.y + gridDim.y, ... (gridDim.y is at most 65535).
+// blockIdx.y, blockIdx.y + gridDim.y, ... (gridDim.y is at most kMaxGridY).
 
 constexpr int kChainThreads = 256;
 
 dim3 chain_grid(std::int64_t rows, std::int64_t cols) {
   return dim3(static_cast<unsigned int>(ceil_div<std::int64_t>(cols, kChainThreads)),
-              static_cast<unsigned int>(std::min<std::int64_t>(rows, 65535)));
+              static_cast<unsigned int>(std::min<std::int64_t>(rows, kMaxGridY)));
 }
 
 __global__ void __launch_bounds__(kChainThreads)

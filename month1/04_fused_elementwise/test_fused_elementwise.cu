@@ -22,10 +22,9 @@ constexpr const char* kUnfusedHint =
     "the provided unfused chain is wrong: compare month1/04_fused_elementwise/"
     "fused_elementwise.cu with the reference in solutions/";
 
-// Floats before and after every array that the kernels must leave alone. 1024 floats are
-// 4096 bytes, a multiple of 16, so an array placed `offset` floats after the guard is
-// exactly 4 * offset bytes past a 16-byte boundary.
-constexpr std::int64_t kGuard = 1024;
+// Every array sits between guard zones the kernels must leave alone (course::GuardedBuffer):
+// the front guard is 4096 bytes, so an array placed `offset` floats after it is exactly
+// 4 * offset bytes past a 16-byte boundary.
 
 struct Problem {
   std::int64_t rows = 0;
@@ -82,39 +81,20 @@ void check_affine_gelu(const Problem& p, const AffineGelu& run, const std::strin
   }
 
   // Every array: [guard | offset | values | guard], all poisoned (NaN) before the copy.
-  auto place = [](const std::vector<float>& values, std::int64_t size, int offset) {
-    course::DeviceBuffer<float> storage(kGuard + offset + size + kGuard);
-    storage.poison();
-    if (!values.empty()) {
-      CUDA_CHECK(cudaMemcpy(storage.data() + kGuard + offset, values.data(),
-                            values.size() * sizeof(float), cudaMemcpyHostToDevice));
-    }
-    return storage;
-  };
-  auto device_x = place(x, count, p.x_offset);
-  auto device_w = place(w, p.cols, p.w_offset);
-  auto device_b = place(b, p.cols, p.b_offset);
-  auto device_y = place({}, count, p.y_offset);
+  auto device_x = course::GuardedBuffer<float>::from_host(x, p.x_offset);
+  auto device_w = course::GuardedBuffer<float>::from_host(w, p.w_offset);
+  auto device_b = course::GuardedBuffer<float>::from_host(b, p.b_offset);
+  course::GuardedBuffer<float> device_y(static_cast<std::size_t>(count), p.y_offset);
 
-  run(device_x.data() + kGuard + p.x_offset, device_w.data() + kGuard + p.w_offset,
-      device_b.data() + kGuard + p.b_offset, device_y.data() + kGuard + p.y_offset, p.rows, p.cols);
+  run(device_x.data(), device_w.data(), device_b.data(), device_y.data(), p.rows, p.cols);
   CUDA_CHECK(cudaDeviceSynchronize());  // errors inside the kernel surface here
 
-  const std::vector<float> all = device_y.to_host();
-  const std::int64_t first = kGuard + p.y_offset;
-  const std::vector<float> y(all.begin() + first, all.begin() + first + count);
-  EXPECT_TRUE(course::verify(y, expected, course::tolerance_for(course::Dtype::fp32)))
+  const auto y = device_y.download();
+  EXPECT_TRUE(course::verify(y.values, expected, course::tolerance_for(course::Dtype::fp32)))
       << "shape " << p << " (rows x cols), seed = " << seed << ": " << hint;
-
-  std::int64_t stray = -1;
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(all.size()); ++i) {
-    if ((i < first || i >= first + count) && !course::detail::is_poison(all[i])) {
-      stray = i - first;
-      break;
-    }
-  }
-  EXPECT_EQ(stray, -1) << "the kernel wrote outside y (shape " << p << "): y[" << stray
-                       << "] relative to its start changed. " << hint;
+  EXPECT_FALSE(y.first_stray_write)
+      << "the kernel wrote outside y (shape " << p << "): y[" << y.first_stray_write.value_or(0)
+      << "] relative to its start changed. " << hint;
 }
 
 void run_fused(const float* x, const float* w, const float* b, float* y, std::int64_t rows,

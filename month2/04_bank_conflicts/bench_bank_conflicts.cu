@@ -28,8 +28,6 @@
 //   --benchmark_filter=transpose_padded   or   --benchmark_filter=gemm_   or   =solution
 #include <cmath>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,22 +55,18 @@ struct TransposeProblem {
 };
 
 const TransposeProblem& transpose_problem(int side) {
-  static std::map<int, std::unique_ptr<TransposeProblem>> cache;
-  auto& entry = cache[side];
-  if (!entry) {
-    auto problem = std::make_unique<TransposeProblem>();
+  static course::bench::ProblemCache<int, TransposeProblem> cache;
+  return cache.get(side, [&](TransposeProblem& problem) {
     const std::size_t n = static_cast<std::size_t>(side) * side;
-    problem->side = side;
-    problem->in = course::random_uniform<float>(n, 4000 + side);
-    problem->expected.resize(n);
+    problem.side = side;
+    problem.in = course::random_uniform<float>(n, 4000 + side);
+    problem.expected.resize(n);
     for (std::size_t r = 0; r < static_cast<std::size_t>(side); ++r) {
       for (std::size_t c = 0; c < static_cast<std::size_t>(side); ++c) {
-        problem->expected[c * side + r] = problem->in[r * side + c];
+        problem.expected[c * side + r] = problem.in[r * side + c];
       }
     }
-    entry = std::move(problem);
-  }
-  return *entry;
+  });
 }
 
 template <TransposeFn transpose>

@@ -46,10 +46,6 @@ void PrintTo(const Shape& shape, std::ostream* out) { *out << shape.rows << " x 
 // Exact: a transpose moves bits and computes nothing, so every element must be identical.
 constexpr course::Tolerance kExact{0.0, 0.0};
 
-// Elements before and after `out` that the kernel must leave alone. A multiple of 32 floats,
-// so `out` stays 128-byte aligned like a fresh allocation.
-constexpr std::size_t kGuard = 1024;
-
 std::vector<float> reference_transpose(const std::vector<float>& in, int rows, int cols) {
   std::vector<float> out(in.size());
   for (int r = 0; r < rows; ++r) {
@@ -62,7 +58,7 @@ std::vector<float> reference_transpose(const std::vector<float>& in, int rows, i
 
 bool all_poison(const std::vector<float>& values, std::size_t begin, std::size_t end) {
   for (std::size_t i = begin; i < end; ++i) {
-    if (!course::detail::is_poison(values[i])) return false;
+    if (!course::is_poison(values[i])) return false;
   }
   return true;
 }
@@ -79,19 +75,18 @@ TEST_P(TransposeTest, MatchesTheCpuTransposeAndWritesNothingElse) {
   const std::vector<float> expected = reference_transpose(in, rows, cols);
 
   auto device_in = course::DeviceBuffer<float>::from_host(in);
-  course::DeviceBuffer<float> device_out(kGuard + n + kGuard);
-  device_out.poison();  // NaN everywhere: an element the kernel skips fails the comparison
+  // NaN everywhere, guards included: an element the kernel skips fails the comparison.
+  course::GuardedBuffer<float> device_out(n);
 
-  variant.transpose(device_in.data(), device_out.data() + kGuard, rows, cols, nullptr);
+  variant.transpose(device_in.data(), device_out.data(), rows, cols, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());  // errors inside the kernel surface here
 
-  const std::vector<float> all = device_out.to_host();
-  const std::vector<float> out(all.begin() + kGuard, all.begin() + kGuard + n);
-  EXPECT_TRUE(course::verify(out, expected, kExact))
+  const auto out = device_out.download();
+  EXPECT_TRUE(course::verify(out.values, expected, kExact))
       << "transpose_" << variant.name << " of a " << rows << " x " << cols
       << " matrix (out is " << cols << " x " << rows << ", out[c * rows + r] = in[r * cols + c]), "
       << "seed " << seed << ": " << variant.hint;
-  EXPECT_TRUE(all_poison(all, 0, kGuard) && all_poison(all, kGuard + n, all.size()))
+  EXPECT_FALSE(out.first_stray_write)
       << "transpose_" << variant.name << " wrote outside out (" << rows << " x " << cols
       << "): threads whose element is outside the matrix must do nothing. " << variant.hint;
 }

@@ -45,7 +45,7 @@ constexpr int kPadding = 0;
 // [bx * TILE, bx * TILE + TILE) of `in`. Thread (tx, ty) handles column bx * TILE + tx and the
 // rows ty, ty + BLOCK_ROWS, ... of the tile. (Given complete: it is the starting point.)
 template <int TILE, int BLOCK_ROWS>
-__global__ void __launch_bounds__(TILE * BLOCK_ROWS)
+__global__ void __launch_bounds__((TILE * BLOCK_ROWS))
     transpose_naive_kernel(const float* __restrict__ in, float* __restrict__ out, int rows,
                            int cols) {
   static_assert(TILE % 32 == 0, "TILE must be a multiple of the warp size (32)");
@@ -68,13 +68,15 @@ __global__ void __launch_bounds__(TILE * BLOCK_ROWS)
 // transpose_tiled (PAD = 0) and transpose_padded (PAD = kPadding): the same kernel with a
 // different row stride for the shared tile.
 template <int TILE, int BLOCK_ROWS, int PAD>
-__global__ void __launch_bounds__(TILE * BLOCK_ROWS)
+__global__ void __launch_bounds__((TILE * BLOCK_ROWS))
     transpose_tile_kernel(const float* __restrict__ in, float* __restrict__ out, int rows,
                           int cols) {
-  static_assert(TILE % 32 == 0, "TILE must be a multiple of the warp size (32): a warp covers "
-                                "one row of the tile");
-  static_assert(TILE % BLOCK_ROWS == 0, "TILE must be a multiple of BLOCK_ROWS: each thread "
-                                        "moves TILE / BLOCK_ROWS rows of the tile");
+  static_assert(TILE % 32 == 0,
+                "TILE must be a multiple of the warp size (32): a warp covers "
+                "one row of the tile");
+  static_assert(TILE % BLOCK_ROWS == 0,
+                "TILE must be a multiple of BLOCK_ROWS: each thread "
+                "moves TILE / BLOCK_ROWS rows of the tile");
   static_assert(PAD >= 0, "PAD is a number of extra floats per tile row");
 
   // TODO(m2.04a): move this block's tile of `in` to its transposed place in `out` through
@@ -107,9 +109,7 @@ bool check_transpose_arguments(const char* function, const float* in, const floa
   // The kernels compute indices in int: keep blockIdx * kTile + threadIdx below INT_MAX.
   require(rows <= INT_MAX - kTile && cols <= INT_MAX - kTile, function,
           "rows and cols must be at most INT_MAX - " + std::to_string(kTile));
-  // gridDim.y is at most 65535.
-  require(ceil_div(rows, kTile) <= 65535, function,
-          "at most 65535 * " + std::to_string(kTile) + " rows, got " + std::to_string(rows));
+  require_grid_y(ceil_div(rows, kTile), function, "rows = " + std::to_string(rows));
   const auto elements = static_cast<std::uintptr_t>(rows) * static_cast<std::uintptr_t>(cols);
   const auto in_begin = reinterpret_cast<std::uintptr_t>(in);
   const auto out_begin = reinterpret_cast<std::uintptr_t>(out);
@@ -146,8 +146,8 @@ void transpose_tiled(const float* in, float* out, int rows, int cols, cudaStream
 }
 
 void transpose_padded(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
-  launch_transpose(transpose_tile_kernel<kTile, kBlockRows, kPadding>, "transpose_padded", in,
-                   out, rows, cols, stream);
+  launch_transpose(transpose_tile_kernel<kTile, kBlockRows, kPadding>, "transpose_padded", in, out,
+                   rows, cols, stream);
 }
 
 SharedTile transpose_tiled_tile() { return {kTile, kTile, kTile}; }

@@ -31,7 +31,8 @@ namespace register_tiling_1d {
 constexpr int BM = 64, BN = 64, BK = 8, TM = 8;
 constexpr int kThreads = (BM / TM) * BN;  // 512: one thread per (group of TM rows, column)
 static_assert(BM % TM == 0, "a thread computes TM consecutive rows: BM must be a multiple of TM");
-static_assert(kThreads <= 1024, "a block may have at most 1024 threads: raise TM or shrink the tile");
+static_assert(kThreads <= 1024,
+              "a block may have at most 1024 threads: raise TM or shrink the tile");
 // ---- end of given ----
 static_assert(BM * BK == kThreads && BK * BN == kThreads,
               "each thread copies exactly one element of the A tile (BM x BK) and one of the B "
@@ -89,10 +90,8 @@ __global__ void __launch_bounds__(kThreads)
 void sgemm_1d_register_tile(int M, int N, int K, float alpha, const float* A, const float* B,
                             float beta, float* C, cudaStream_t stream) {
   using namespace register_tiling_1d;
-  require_gemm_arguments("sgemm_1d_register_tile", M, N, K);
-  if (M == 0 || N == 0) return;  // C is empty, and a launch of zero blocks is an error
-  require(ceil_div(M, BM) <= 65535, "sgemm_1d_register_tile",
-          "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
+  // Bad sizes throw; an empty C (M == 0 or N == 0) leaves nothing to launch.
+  if (!gemm_launch_needed("sgemm_1d_register_tile", M, N, K, GridY::rows, BM)) return;
 
   // x over the column tiles, y over the row tiles.
   const dim3 grid(static_cast<unsigned>(ceil_div(N, BN)), static_cast<unsigned>(ceil_div(M, BM)));

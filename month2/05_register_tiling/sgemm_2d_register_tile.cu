@@ -31,6 +31,8 @@
 #include <string>
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
+#include "course/async_copy.h"
+#include "course/block_order.h"
 #include "course/cuda_check.h"
 #include "course/gemm.h"
 #include "course/launch.h"
@@ -118,71 +120,14 @@ using LargeTile = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, 2, 8>;
 using SmallTile = TileConfig<64, 64, 16, 32, 32, 4, 8, 3, 4, 1>;
 
 // ---------------------------------------------------------------------------------------
-// Asynchronous copies from global to shared memory (cp.async, sm_80 and newer). The copy
-// runs in the background; the thread goes on with its arithmetic. `bytes` is how many
-// bytes to really read: 0 writes zeros instead (the zero-padding of edge tiles) without
-// touching global memory. On older GPUs the same helpers do an ordinary load and store.
+// Two device helpers of the harness do the plumbing. course/async_copy.h: B's tiles go to
+// shared memory by cp.async (copy_16_bytes_async, copy_4_bytes_async; commit_copies and
+// wait_for_copies<N> group and wait for them), which run in the background while the
+// thread goes on with its arithmetic; 0 bytes writes zeros, the zero padding of edge tiles.
+// course/block_order.h: grouped_tile<GROUP_M> gives each block its tile of C in groups of
+// GROUP_M rows of tiles, so the blocks that run at the same time share more of A and B
+// through the L2 cache (the header says why).
 // ---------------------------------------------------------------------------------------
-__device__ __forceinline__ void copy_4_bytes_async(std::uint32_t shared_address,
-                                                   const float* global, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address),
-               "l"(global), "r"(bytes));
-#else
-  const float value = bytes != 0 ? __ldg(global) : 0.0f;
-  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(shared_address), "f"(value));
-#endif
-}
-
-__device__ __forceinline__ void copy_16_bytes_async(std::uint32_t shared_address,
-                                                    const float* global, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address),
-               "l"(global), "r"(bytes));
-#else
-  const float4 value = bytes != 0 ? __ldg(reinterpret_cast<const float4*>(global))
-                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(shared_address),
-               "f"(value.x), "f"(value.y), "f"(value.z), "f"(value.w));
-#endif
-}
-
-// Closes the group of copies issued since the last commit.
-__device__ __forceinline__ void commit_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-// Waits until at most `kPending` of this thread's committed groups are still in flight.
-// Other threads' copies are only visible after a __syncthreads() that follows.
-template <int kPending>
-__device__ __forceinline__ void wait_for_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-#endif
-}
-
-// ---------------------------------------------------------------------------------------
-// Which tile of C this block computes. The GPU starts blocks in the order of blockIdx (x
-// first), and the blocks that run at the same time share, through the L2 cache, the tiles
-// of A and B they read. Taken row by row, the resident blocks span all the columns of C: a
-// few rows of tiles of A, but the whole of B. Taken in groups of GROUP_M rows, down each
-// column of the group before the next column, they form a squarer patch of C and read less
-// of A and B between them.
-// ---------------------------------------------------------------------------------------
-template <int GROUP_M>
-__device__ __forceinline__ void tile_of_this_block(int& tile_row, int& tile_col) {
-  const int tiles_n = static_cast<int>(gridDim.x), tiles_m = static_cast<int>(gridDim.y);
-  // M * N <= INT_MAX (require_gemm_arguments), so the number of tiles fits an int.
-  const int launch_index = static_cast<int>(blockIdx.y) * tiles_n + static_cast<int>(blockIdx.x);
-  const int blocks_per_group = GROUP_M * tiles_n;
-  const int first_row = (launch_index / blocks_per_group) * GROUP_M;
-  const int rows_in_group = min(GROUP_M, tiles_m - first_row);  // the last group may be short
-  const int index_in_group = launch_index % blocks_per_group;
-  tile_row = first_row + index_in_group % rows_in_group;
-  tile_col = index_in_group / rows_in_group;
-}
 // ---- end of given ----
 
 // ---------------------------------------------------------------------------------------
@@ -210,10 +155,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   const int warp_m = (warp / Tile::kWarpsN) * Tile::WM;
   const int warp_n = (warp % Tile::kWarpsN) * Tile::WN;
   const int lane_m = lane / Tile::kLanesN, lane_n = lane % Tile::kLanesN;
-  int tile_row = 0, tile_col = 0;
-  tile_of_this_block<Tile::GROUP_M>(tile_row, tile_col);
-  const int block_m = tile_row * BM;
-  const int block_n = tile_col * BN;
+  // M * N <= INT_MAX (require_gemm_arguments), so the number of tiles fits an int.
+  const int tiles_n = static_cast<int>(gridDim.x), tiles_m = static_cast<int>(gridDim.y);
+  const int launch_index = static_cast<int>(blockIdx.y) * tiles_n + static_cast<int>(blockIdx.x);
+  const TileIndex tile = grouped_tile<Tile::GROUP_M>(launch_index, tiles_m, tiles_n);
+  const int block_m = tile.row * BM;
+  const int block_n = tile.col * BN;
 
   // K is cut into BK-deep tiles. When BK does not divide K, the short tile is the *first*
   // one: tile t covers k in [k_first + t * BK, k_first + (t + 1) * BK), with
@@ -238,8 +185,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   int b_bytes[4];  // per column when not vectorized; b_bytes[0] covers the float4 otherwise
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    if (kVectorized) b_bytes[j] = col < N ? 16 : 0;
-    else b_bytes[j] = col + j < N ? 4 : 0;
+    if (kVectorized)
+      b_bytes[j] = col < N ? 16 : 0;
+    else
+      b_bytes[j] = col + j < N ? 4 : 0;
   }
   const float* b_source =
       B + (static_cast<std::ptrdiff_t>(b_row + k_first) * N + (col < N ? col : 0));
@@ -248,7 +197,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   // Where this thread's values land in stage 0: A[row][k] goes to As[k][row], transposed;
   // B's float4 to its own place in Bs (a 32-bit address in the shared window, for cp.async).
   float* const a_dest = As + a_k * kLdA + a_row;
-  const auto b_dest = static_cast<std::uint32_t>(__cvta_generic_to_shared(Bs + b_row * BN + b_col));
+  const std::uint32_t b_dest = shared_address(Bs + b_row * BN + b_col);
 
   // A goes through registers: load_a_tile reads this thread's part of the next tile of A
   // from global memory into a_staged, and store_a_tile writes it, transposed, into a stage.
@@ -314,7 +263,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
     // TODO(m2.05e): read this thread's fragments for step k as float4s:
     //   a_frag[slot][4 * i .. 4 * i + 3] = the float4 at a + i * Tile::kLanesM * 4, i < TM / 4
     //   b_frag[slot][4 * j .. 4 * j + 3] = the float4 at b + j * Tile::kLanesN * 4, j < TN / 4
-    // e.g. *reinterpret_cast<float4*>(&a_frag[slot][i * 4]) = *reinterpret_cast<const float4*>(...);
+    // e.g. *reinterpret_cast<float4*>(&a_frag[slot][i * 4]) =
+    //          *reinterpret_cast<const float4*>(...);
     (void)a, (void)b, (void)slot;
   };
   // The outer product of the two fragments: TM * TN FMAs from TM + TN loaded values.
@@ -378,16 +328,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
   (void)alpha, (void)beta, (void)C, (void)M, (void)N;
 }
 
-bool is_aligned_16(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
-}
-
 }  // namespace register_tiling
 
 bool sgemm_2d_uses_float4(int N, int K, const float* A, const float* B, const float* C) {
   // TODO(m2.05h): allow the float4 path only when it is legal: K % 4 == 0, N % 4 == 0, and
-  // A, B and C 16-byte aligned (is_aligned_16).
-  (void)N, (void)K, (void)A, (void)B, (void)C, (void)register_tiling::is_aligned_16;
+  // A, B and C 16-byte aligned (course::is_aligned(pointer, 16)).
+  (void)N, (void)K, (void)A, (void)B, (void)C;
   return false;
 }
 
@@ -400,8 +346,7 @@ void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B,
                float* C, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div(N, Tile::BN)),
                   static_cast<unsigned>(ceil_div(M, Tile::BM)));
-  require(grid.y <= 65535u, "sgemm_2d_register_tile",
-          "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
+  require_grid_y(grid.y, "sgemm_2d_register_tile", "M = " + std::to_string(M));
   // float4 loads of A, float4 copies of B and float4 stores to C need every row of A, B
   // and C to start on a 16-byte boundary (sgemm_2d_uses_float4). Otherwise the same kernel
   // runs with 4-byte loads, copies and stores.
@@ -409,7 +354,8 @@ void launch_2d(int M, int N, int K, float alpha, const float* A, const float* B,
   if (vectorized) {
     sgemm_2d_kernel<Tile, true><<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
   } else {
-    sgemm_2d_kernel<Tile, false><<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
+    sgemm_2d_kernel<Tile, false>
+        <<<grid, Tile::kThreads, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -428,8 +374,8 @@ void sgemm_2d_register_tile(int M, int N, int K, float alpha, const float* A, co
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  const long long large_tiles = static_cast<long long>(ceil_div(M, LargeTile::BM)) *
-                                ceil_div(N, LargeTile::BN);
+  const long long large_tiles =
+      static_cast<long long>(ceil_div(M, LargeTile::BM)) * ceil_div(N, LargeTile::BN);
   if (large_tiles >= multiprocessors) {
     launch_2d<LargeTile>(M, N, K, alpha, A, B, beta, C, stream);
   } else {

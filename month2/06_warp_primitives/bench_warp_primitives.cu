@@ -20,8 +20,6 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
-#include <map>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,19 +45,16 @@ struct ReduceInput {
 
 // Integers from {-8, ..., 8} without 0: the float32 sum is exact in any order (see the tests).
 const ReduceInput& reduce_input(std::int64_t n) {
-  static std::map<std::int64_t, std::unique_ptr<ReduceInput>> cache;
-  auto& slot = cache[n];
-  if (!slot) {
+  static course::bench::ProblemCache<std::int64_t, ReduceInput> cache;
+  return cache.get(n, [&](ReduceInput& slot) {
     std::vector<float> values = course::random_uniform<float>(n, 7, 0.0, 16.0);
-    slot = std::make_unique<ReduceInput>();
     for (float& v : values) {
       const int k = static_cast<int>(v);
       v = static_cast<float>(k < 8 ? k - 8 : k - 7);
-      slot->exact_sum += static_cast<std::int64_t>(v);
+      slot.exact_sum += static_cast<std::int64_t>(v);
     }
-    slot->x = course::DeviceBuffer<float>::from_host(values);
-  }
-  return *slot;
+    slot.x = course::DeviceBuffer<float>::from_host(values);
+  });
 }
 
 using ReduceFn = void (*)(const float*, std::int64_t, float*, cudaStream_t);
@@ -151,14 +146,11 @@ struct SoftmaxInput {
 };
 
 const SoftmaxInput& softmax_input(std::int64_t rows, std::int64_t cols) {
-  static std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<SoftmaxInput>> cache;
-  auto& slot = cache[{rows, cols}];
-  if (!slot) {
-    slot = std::make_unique<SoftmaxInput>();
-    slot->host_x = course::random_uniform<float>(rows * cols, 8, -8.0, 8.0);
-    slot->x = course::DeviceBuffer<float>::from_host(slot->host_x);
-  }
-  return *slot;
+  static course::bench::ProblemCache<std::pair<std::int64_t, std::int64_t>, SoftmaxInput> cache;
+  return cache.get({rows, cols}, [&](SoftmaxInput& slot) {
+    slot.host_x = course::random_uniform<float>(rows * cols, 8, -8.0, 8.0);
+    slot.x = course::DeviceBuffer<float>::from_host(slot.host_x);
+  });
 }
 
 // Checks every 97th row against a float64 softmax (all rows would take a while on the CPU).

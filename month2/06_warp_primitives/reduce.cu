@@ -28,7 +28,7 @@
 namespace course::COURSE_IMPL {  // see course/impl.h
 namespace {
 
-constexpr int kThreads = 256;               // threads per block, 8 warps
+constexpr int kThreads = 256;  // threads per block, 8 warps
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFullMask = 0xffffffffu;  // every lane of the warp takes part
 

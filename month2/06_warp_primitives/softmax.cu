@@ -87,8 +87,8 @@ struct RowUnit {
 // -inf, which adds nothing to the max and exp(-inf) = 0 to the sum.
 template <int kUnitsPerLane, int kWidth>
 __global__ void __launch_bounds__(kThreads)
-    softmax_rows_in_registers(const float* __restrict__ x, float* __restrict__ y,
-                              std::int64_t rows, std::int64_t cols) {
+    softmax_rows_in_registers(const float* __restrict__ x, float* __restrict__ y, std::int64_t rows,
+                              std::int64_t cols) {
   const int lane = static_cast<int>(threadIdx.x) % 32;
   // 32-bit unit indices: a row here has at most 4096 floats, and 64-bit ones would cost
   // registers that the row needs. (kWidth divides cols: the launcher checks.)

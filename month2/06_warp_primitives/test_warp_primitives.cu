@@ -25,10 +25,9 @@ constexpr const char* kSoftmaxHint =
     "and TODO(m2.06e) (longer rows: RunningSoftmax::add and combining the 32 lanes) in "
     "month2/06_warp_primitives/softmax.cu";
 
-// Floats of NaN before and after every output; 1024 floats are 4096 bytes, a multiple of
-// 16, so data placed `offset` floats after the guard is 4 * offset bytes past a 16-byte
+// Inputs and outputs sit between NaN guard zones (course::GuardedBuffer): the front guard is
+// 4096 bytes, so data placed `offset` floats after it is 4 * offset bytes past a 16-byte
 // boundary.
-constexpr std::int64_t kGuard = 1024;
 
 // --- Part 1: the sum ---------------------------------------------------------------------
 
@@ -59,20 +58,15 @@ std::vector<float> nonzero_small_integers(std::int64_t n, std::uint64_t seed) {
 // in the middle of a NaN-poisoned guard buffer. Returns the result; checks the guards.
 float run_reduction(const Reduction& r, const std::vector<float>& values, int offset) {
   const std::int64_t n = static_cast<std::int64_t>(values.size());
-  course::DeviceBuffer<float> x(kGuard + offset + n + kGuard);
-  x.poison();
-  if (n > 0) {
-    CUDA_CHECK(cudaMemcpy(x.data() + kGuard + offset, values.data(), n * sizeof(float),
-                          cudaMemcpyHostToDevice));
-  }
-  course::DeviceBuffer<float> result(3);  // [guard, sum, guard]
-  result.poison();
-  r.reduce(x.data() + kGuard + offset, n, result.data() + 1, nullptr);
+  auto x = course::GuardedBuffer<float>::from_host(values, offset);
+  course::GuardedBuffer<float> sum(1);
+  r.reduce(x.data(), n, sum.data(), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> out = result.to_host();
-  EXPECT_TRUE(course::detail::is_poison(out[0]) && course::detail::is_poison(out[2]))
-      << r.name << " wrote next to *sum (n = " << n << "). " << r.hint;
-  return out[1];
+  const auto out = sum.download();
+  EXPECT_FALSE(out.first_stray_write)
+      << r.name << " wrote next to *sum (n = " << n << "): at [" << out.first_stray_write.value_or(0)
+      << "] relative to it. " << r.hint;
+  return out.values[0];
 }
 
 struct ReduceCase {
@@ -223,19 +217,13 @@ TEST_P(SoftmaxRowsTest, MatchesFloat64Reference) {
   }
   const std::vector<double> expected = reference_softmax(x, c.rows, c.cols);
 
-  course::DeviceBuffer<float> device_x(kGuard + c.offset + count + kGuard);
-  course::DeviceBuffer<float> device_y(kGuard + c.offset + count + kGuard);
-  device_x.poison();
-  device_y.poison();
-  CUDA_CHECK(cudaMemcpy(device_x.data() + kGuard + c.offset, x.data(), count * sizeof(float),
-                        cudaMemcpyHostToDevice));
-  course::impl::softmax_rows(device_x.data() + kGuard + c.offset,
-                             device_y.data() + kGuard + c.offset, c.rows, c.cols, nullptr);
+  auto device_x = course::GuardedBuffer<float>::from_host(x, c.offset);
+  course::GuardedBuffer<float> device_y(static_cast<std::size_t>(count), c.offset);
+  course::impl::softmax_rows(device_x.data(), device_y.data(), c.rows, c.cols, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
 
-  const std::vector<float> all = device_y.to_host();
-  const std::int64_t first = kGuard + c.offset;
-  const std::vector<float> y(all.begin() + first, all.begin() + first + count);
+  const auto out = device_y.download();
+  const std::vector<float>& y = out.values;
   // Each output is exp(v - max) / sum: a few float32 roundings of exp and of the sum of a
   // row, relative to the value. rtol 2e-5 is ~170 float32 ulps; a row sum that missed one
   // element of 4099 is already 2.4e-4 off. atol only covers results below float32's
@@ -245,15 +233,9 @@ TEST_P(SoftmaxRowsTest, MatchesFloat64Reference) {
       << c.scale << ")" << (c.masked ? " with -inf entries" : "") << ", seed " << seed << ". "
       << kSoftmaxHint;
 
-  std::int64_t stray = -1;
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(all.size()); ++i) {
-    if ((i < first || i >= first + count) && !course::detail::is_poison(all[i])) {
-      stray = i - first;
-      break;
-    }
-  }
-  EXPECT_EQ(stray, -1) << "softmax_rows wrote outside y: y[" << stray
-                       << "] relative to its start changed. " << kSoftmaxHint;
+  EXPECT_FALSE(out.first_stray_write)
+      << "softmax_rows wrote outside y: y[" << out.first_stray_write.value_or(0)
+      << "] relative to its start changed. " << kSoftmaxHint;
 }
 
 // Rows of up to 4096 floats are held in registers; longer
@@ -301,7 +283,7 @@ TEST_F(SoftmaxArgumentsTest, EmptyMatricesWriteNothing) {
   course::impl::softmax_rows(y.data(), y.data(), 0, 8, nullptr);
   course::impl::softmax_rows(y.data(), y.data(), 8, 0, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  for (float v : y.to_host()) EXPECT_TRUE(course::detail::is_poison(v)) << kSoftmaxHint;
+  for (float v : y.to_host()) EXPECT_TRUE(course::is_poison(v)) << kSoftmaxHint;
 }
 
 TEST_F(SoftmaxArgumentsTest, RunsOnTheGivenStream) {

@@ -52,8 +52,8 @@ struct Fragments {
 // ---- end of given ----
 
 template <class Tile>
-__device__ __forceinline__ void load_fragments(const __half* stage, int k, int warp_m,
-                                               int warp_n, int lane, Fragments<Tile>& f) {
+__device__ __forceinline__ void load_fragments(const __half* stage, int k, int warp_m, int warp_n,
+                                               int lane, Fragments<Tile>& f) {
   const __half* As = stage;
   const __half* Bs = stage + Tile::kBlockM * Tile::kLdA;
   // TODO(m2.07e): load the warp's fragments for slice k (columns k .. k + 15 of As, rows
@@ -122,9 +122,9 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   __half* shared = reinterpret_cast<__half*>(dynamic_shared);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  const TileIndex tile = grouped_tile<Tile::kGroupRows>(
-      static_cast<int>(blockIdx.x), (M + Tile::kBlockM - 1) / Tile::kBlockM,
-      (N + Tile::kBlockN - 1) / Tile::kBlockN);
+  const TileIndex tile = grouped_tile<Tile::kGroupRows>(static_cast<int>(blockIdx.x),
+                                                        (M + Tile::kBlockM - 1) / Tile::kBlockM,
+                                                        (N + Tile::kBlockN - 1) / Tile::kBlockN);
   const int block_m = tile.row * Tile::kBlockM, block_n = tile.col * Tile::kBlockN;
   const int warp_m = (warp / Tile::kWarpsN) * Tile::kWarpM;  // inside the block tile
   const int warp_n = (warp % Tile::kWarpsN) * Tile::kWarpN;

@@ -146,14 +146,12 @@ void bm_l2_read(benchmark::State& state) {
   CUDA_CHECK(cudaMemset(in.data(), 0, in.bytes()));
   const int blocks = course::resident_blocks_to_fill_gpu(l2_read_kernel, kThreads);
   // No L2 flush: the warm-up launches bring the set into L2, where every pass finds it.
-  course::bench::TimingOptions options;
-  options.flush_l2 = false;
   course::bench::measure(state, course::bench::Work{static_cast<double>(kPasses) * in.bytes()},
                          [&](cudaStream_t stream) {
                            l2_read_kernel<<<blocks, kThreads, 0, stream>>>(
                                in.data(), static_cast<std::int64_t>(count), kPasses, sink.data());
                          },
-                         options);
+                         course::bench::L2Cache::keep);
 }
 
 void bm_shared_read(benchmark::State& state) {
@@ -161,11 +159,9 @@ void bm_shared_read(benchmark::State& state) {
   course::DeviceBuffer<float> sink(1);
   const int blocks = course::resident_blocks_to_fill_gpu(shared_read_kernel, kThreads);
   const double bytes = static_cast<double>(blocks) * kPasses * kSharedFloat4s * 16.0;
-  course::bench::TimingOptions options;
-  options.flush_l2 = false;
   course::bench::measure(state, course::bench::Work{bytes}, [&](cudaStream_t stream) {
     shared_read_kernel<<<blocks, kThreads, 0, stream>>>(kPasses, sink.data());
-  }, options);
+  }, course::bench::L2Cache::keep);
   state.counters.erase("peak_pct");  // a share of the DRAM's peak means nothing here
 }
 

@@ -19,6 +19,14 @@
 //   TFLOPS    floating-point operations per second, in 1e12
 // Baselines (cudaMemcpy, cuBLAS, ...) are rows of their own in the same run, so ratios
 // between rows compare numbers measured on the same GPU at the same moment.
+//
+// One statistic: run_benchmarks() (every benchmark's main) runs each row kRepetitions
+// times, each repetition for at least kMinTimeSeconds of GPU time, and reports the median
+// of the repetitions (Google Benchmark's "<row>_median" aggregate, counters included). The
+// JSON context names it: "statistic": "median" (kStatisticContextKey), so
+// tools/run_benchmarks.py and the Python benchmarks, which write the same key, table the
+// same statistic. --benchmark_repetitions=1 on the command line gives single runs, and
+// the context then says "mean" (the mean over one run's iterations).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -26,6 +34,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,9 +48,35 @@ struct Work {
   double flops = 0.0;  // floating-point operations (a multiply-add counts as 2)
 };
 
-struct TimingOptions {
-  int warmup_iterations = 3;
-  bool flush_l2 = true;
+// Whether measure() flushes the L2 cache before every iteration. keep: for measurements of
+// the cache itself (month2/memory_hierarchy), whose working set is meant to stay there.
+enum class L2Cache { flush, keep };
+
+// How every row is timed (see above), and the JSON context key that names the statistic.
+inline constexpr int kRepetitions = 5;
+inline constexpr double kMinTimeSeconds = 0.1;
+inline constexpr const char* kStatisticContextKey = "statistic";
+
+// Inputs and references made once per key and shared by every row (and every repetition of
+// a row) that times them: Google Benchmark calls a row's function again for each run.
+//
+//   static course::bench::ProblemCache<std::int64_t, Inputs> cache;
+//   const Inputs& in = cache.get(n, [&](Inputs& fresh) { ... fill fresh for size n ... });
+template <typename Key, typename Problem>
+class ProblemCache {
+ public:
+  const Problem& get(const Key& key, const std::function<void(Problem&)>& make) {
+    std::unique_ptr<Problem>& entry = problems_[key];
+    if (!entry) {
+      auto problem = std::make_unique<Problem>();
+      make(*problem);
+      entry = std::move(problem);  // only once it is complete: a throwing make() caches nothing
+    }
+    return *entry;
+  }
+
+ private:
+  std::map<Key, std::unique_ptr<Problem>> problems_;
 };
 
 // The GPU the benchmarks run on (queried once).
@@ -48,7 +84,7 @@ const DeviceFacts& device();
 
 // Times `launch(stream)` as described above and sets the counters for `work`.
 void measure(benchmark::State& state, Work work, const std::function<void(cudaStream_t)>& launch,
-             TimingOptions options = {});
+             L2Cache l2 = L2Cache::flush);
 
 // Marks this row as failed (wrong result, bad setup); the program then exits non-zero.
 void fail(benchmark::State& state, const std::string& reason);
@@ -62,8 +98,9 @@ void register_memcpy_baseline(const std::string& name, const std::vector<std::in
 void measure_memcpy(benchmark::State& state, std::int64_t float_count);
 
 // The main() of every benchmark program: exits with a one-line explanation (status 2)
-// when there is no GPU, records the device in the output's context, runs the benchmarks,
-// and exits with status 1 when any row failed.
+// when there is no GPU, records the device and the statistic in the output's context, runs
+// the benchmarks (kRepetitions repetitions of kMinTimeSeconds, reporting the median,
+// unless the command line says otherwise), and exits with status 1 when any row failed.
 int run_benchmarks(int argc, char** argv);
 
 }  // namespace course::bench

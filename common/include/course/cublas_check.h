@@ -30,10 +30,6 @@ class CublasError : public std::runtime_error {
 
 }  // namespace course
 
-#define CUBLAS_CHECK(call)                                                    \
-  do {                                                                        \
-    const cublasStatus_t course_status_ = (call);                             \
-    if (course_status_ != CUBLAS_STATUS_SUCCESS) {                            \
-      ::course::throw_cublas_error(course_status_, #call, __FILE__, __LINE__); \
-    }                                                                         \
-  } while (0)
+#define CUBLAS_CHECK(call)                                                                 \
+  COURSE_CHECK_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, ::course::throw_cublas_error, call, \
+                      #call)

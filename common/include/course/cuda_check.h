@@ -32,15 +32,28 @@ class CudaError : public std::runtime_error {
 // Builds the message and throws. Out of line so the macros stay small.
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
 
+namespace detail {
+
+// "<library> error <name> (<description>) at <file>:<line> in `<call>`": the message of
+// every failed check (CUDA_CHECK here, CUBLAS_CHECK in course/cublas_check.h).
+std::string check_failure_message(const char* library, const char* name, const char* description,
+                                  const char* call, const char* file, int line);
+
+}  // namespace detail
 }  // namespace course
 
-#define CUDA_CHECK(call)                                                    \
-  do {                                                                      \
-    const cudaError_t course_status_ = (call);                              \
-    if (course_status_ != cudaSuccess) {                                    \
-      ::course::throw_cuda_error(course_status_, #call, __FILE__, __LINE__); \
-    }                                                                       \
+// The shape of every check macro: evaluates `call` once, and hands a status other than
+// `success` to `thrower` with the call as written (`text`), the file and the line.
+#define COURSE_CHECK_STATUS(type, success, thrower, call, text) \
+  do {                                                          \
+    const type course_status_ = (call);                         \
+    if (course_status_ != (success)) {                          \
+      thrower(course_status_, text, __FILE__, __LINE__);        \
+    }                                                           \
   } while (0)
+
+#define CUDA_CHECK(call) \
+  COURSE_CHECK_STATUS(cudaError_t, cudaSuccess, ::course::throw_cuda_error, call, #call)
 
 // A kernel launch returns nothing; a bad configuration (too many threads per block,
 // too much shared memory, no GPU) is recorded and read back by cudaGetLastError().

@@ -63,4 +63,23 @@ inline void require_gemm_arguments(const char* function, int M, int N, int K) {
               to_string(GemmShape{M, N, K}));
 }
 
+// Which size of C a launcher's grid covers in y, one block per `per_block` rows or columns:
+// the M rows (most steps), or the N columns (m2.01, whose x walks down the rows).
+enum class GridY { rows, columns };
+
+// The start of every GEMM launcher with one block per tile of C: checks the sizes
+// (require_gemm_arguments) and that the tiles fit the grid's y (require_grid_y), and says
+// whether there is anything to launch: false when C is empty (M == 0 or N == 0), where a
+// launch of zero blocks would be an error.
+//
+//   if (!gemm_launch_needed("tiled_gemm", M, N, K, GridY::rows, kTileDim)) return;
+inline bool gemm_launch_needed(const char* function, int M, int N, int K, GridY y, int per_block) {
+  require_gemm_arguments(function, M, N, K);
+  if (M == 0 || N == 0) return false;
+  const bool rows = y == GridY::rows;
+  require_grid_y(ceil_div(rows ? M : N, per_block), function,
+                 std::string(rows ? "M = " : "N = ") + std::to_string(rows ? M : N));
+  return true;
+}
+
 }  // namespace course

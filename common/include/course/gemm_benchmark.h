@@ -92,29 +92,25 @@ struct GemmBenchProblem {
 };
 
 inline const GemmBenchProblem& gemm_bench_problem(int n, Dtype inputs) {
-  static std::map<std::pair<int, Dtype>, std::unique_ptr<GemmBenchProblem>> cache;
-  auto& entry = cache[{n, inputs}];
-  if (!entry) {
-    auto problem = std::make_unique<GemmBenchProblem>();
-    problem->shape = GemmShape{n, n, n};
-    problem->inputs = inputs;
+  static ProblemCache<std::pair<int, Dtype>, GemmBenchProblem> cache;
+  return cache.get({n, inputs}, [&](GemmBenchProblem& problem) {
+    problem.shape = GemmShape{n, n, n};
+    problem.inputs = inputs;
     const std::size_t count = static_cast<std::size_t>(n) * n;
     if (inputs == Dtype::fp16) {
-      problem->A = gemm_inputs<__half>(count, 1000 + n).exact;
-      problem->B = gemm_inputs<__half>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<__half>(count, 1000 + n).exact;
+      problem.B = gemm_inputs<__half>(count, 2000 + n).exact;
     } else if (inputs == Dtype::bf16) {
-      problem->A = gemm_inputs<__nv_bfloat16>(count, 1000 + n).exact;
-      problem->B = gemm_inputs<__nv_bfloat16>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<__nv_bfloat16>(count, 1000 + n).exact;
+      problem.B = gemm_inputs<__nv_bfloat16>(count, 2000 + n).exact;
     } else {
-      problem->A = gemm_inputs<float>(count, 1000 + n).exact;
-      problem->B = gemm_inputs<float>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<float>(count, 1000 + n).exact;
+      problem.B = gemm_inputs<float>(count, 2000 + n).exact;
     }
-    problem->rows = gemm_sample_rows(n);
-    problem->reference = reference_gemm_rows(problem->shape, 1.0f, problem->A, problem->B, 0.0f,
-                                             {}, problem->rows);
-    entry = std::move(problem);
-  }
-  return *entry;
+    problem.rows = gemm_sample_rows(n);
+    problem.reference =
+        reference_gemm_rows(problem.shape, 1.0f, problem.A, problem.B, 0.0f, {}, problem.rows);
+  });
 }
 
 // Returns an empty string when C (downloaded) passes, else what is wrong.
@@ -123,7 +119,7 @@ inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std:
   for (std::size_t i = 0; i < C.size(); ++i) {
     if (!std::isfinite(C[i])) {
       return "C[" + std::to_string(i / N) + "][" + std::to_string(i % N) + "] is " +
-             (course::detail::is_poison(C[i]) ? "never written (still NaN)" : "inf or NaN");
+             (course::is_poison(C[i]) ? "never written (still NaN)" : "inf or NaN");
     }
   }
   const Tolerance tol = gemm_tolerance(p.inputs, p.shape.K);
@@ -131,7 +127,7 @@ inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std:
     const std::size_t row = static_cast<std::size_t>(p.rows[r]);
     const std::vector<float> got(C.begin() + row * N, C.begin() + (row + 1) * N);
     const std::vector<double> want(p.reference.begin() + r * N, p.reference.begin() + (r + 1) * N);
-    const ::testing::AssertionResult check = verify(got, want, tol);
+    const VerifyResult check = verify(got, want, tol);
     if (!check) {
       return "row " + std::to_string(row) + " of C (the [indices] are columns): " +
              check.message();
@@ -291,8 +287,3 @@ void register_tensor_core_gemm_rows(
 }
 
 }  // namespace course::bench
-
-namespace course {
-// Also reachable as course::register_gemm_rows.
-using bench::register_gemm_rows;
-}  // namespace course

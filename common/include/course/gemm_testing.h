@@ -52,11 +52,12 @@
 
 #include "course/cuda_check.h"
 #include "course/device_buffer.h"
+#include "course/guarded_buffer.h"
 #include "course/gemm.h"
 #include "course/gemm_reference.h"
 #include "course/random.h"
 #include "course/testing.h"
-#include "course/verify.h"
+#include "course/verify_gtest.h"
 
 namespace course {
 
@@ -135,39 +136,6 @@ inline std::string gemm_scalar_name(float value) {
   return name;
 }
 
-// Guard elements around each matrix: 1024 floats (4 KiB) keep the matrix as aligned as
-// the allocation itself, so float4 loads stay legal.
-constexpr std::size_t kGemmGuard = 1024;
-
-inline bool all_poison(const float* begin, const float* end) {
-  for (const float* p = begin; p != end; ++p) {
-    if (!detail::is_poison(*p)) return false;
-  }
-  return true;
-}
-
-// A device buffer holding kGemmGuard NaNs, the matrix, and kGemmGuard NaNs. (All-ones bytes
-// are a NaN in float16 too.)
-template <typename T>
-class GuardedMatrix {
- public:
-  explicit GuardedMatrix(std::size_t count) : count_(count), buffer_(count + 2 * kGemmGuard) {
-    buffer_.poison();
-  }
-  void upload(const std::vector<T>& values) {
-    if (values.empty()) return;
-    CUDA_CHECK(cudaMemcpy(data(), values.data(), values.size() * sizeof(T),
-                          cudaMemcpyHostToDevice));
-  }
-  T* data() { return buffer_.data() + kGemmGuard; }
-  std::vector<T> download_all() const { return buffer_.to_host(); }
-  std::size_t count() const { return count_; }
-
- private:
-  std::size_t count_;
-  DeviceBuffer<T> buffer_;
-};
-
 }  // namespace detail
 
 // Test names such as "M17_N33_K65" or "M129_N129_K129_alpha0p5_betam0p75".
@@ -204,11 +172,11 @@ void expect_gemm_matches_reference(GemmFnOf<Input> gemm, GemmShape shape, float 
   const std::vector<float> C0 =
       beta != 0.0f ? random_uniform<float>(MN, seed + 2) : std::vector<float>();
 
-  detail::GuardedMatrix<Input> device_a(A.size()), device_b(B.size());
-  detail::GuardedMatrix<float> device_c(MN);
-  device_a.upload(inputs_a.device);
-  device_b.upload(inputs_b.device);
-  device_c.upload(C0);
+  // Each matrix between NaN guards (course/guarded_buffer.h; all-ones bytes are a NaN in
+  // float16 and bfloat16 too), at the allocation's alignment, so float4 loads stay legal.
+  auto device_a = GuardedBuffer<Input>::from_host(inputs_a.device);
+  auto device_b = GuardedBuffer<Input>::from_host(inputs_b.device);
+  auto device_c = beta != 0.0f ? GuardedBuffer<float>::from_host(C0) : GuardedBuffer<float>(MN);
   // cudaMemset and cudaMemcpy from pageable memory may still be running when they return,
   // and a non-blocking `stream` would not wait for them.
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -222,13 +190,12 @@ void expect_gemm_matches_reference(GemmFnOf<Input> gemm, GemmShape shape, float 
     return;
   }
 
-  const std::vector<float> all = device_c.download_all();
-  const float* c = all.data() + detail::kGemmGuard;
-  if (!detail::all_poison(all.data(), c)) {
+  const auto result = device_c.download();
+  const float* c = result.values.data();
+  if (result.first_stray_write && *result.first_stray_write < 0) {
     ADD_FAILURE() << what.str() << ": the kernel wrote before the start of C (a negative "
                   << "index?). " << hint;
-  }
-  if (!detail::all_poison(c + MN, all.data() + all.size())) {
+  } else if (result.first_stray_write) {
     ADD_FAILURE() << what.str() << ": the kernel wrote past the end of C: threads whose row is "
                   << ">= M or column is >= N must not write. " << hint;
   }
@@ -254,7 +221,7 @@ void expect_gemm_matches_reference(GemmFnOf<Input> gemm, GemmShape shape, float 
     const std::size_t row = static_cast<std::size_t>(rows[r]);
     const std::vector<float> got(c + row * N, c + (row + 1) * N);
     const std::vector<double> want(expected.begin() + r * N, expected.begin() + (r + 1) * N);
-    const ::testing::AssertionResult check = verify(got, want, tol);
+    const VerifyResult check = verify(got, want, tol);
     if (check) continue;
     for (float value : got) saw_nan |= std::isnan(value);
     if (bad_rows == 0) {
@@ -279,7 +246,7 @@ void expect_gemm_matches_reference(GemmFnOf<Input> gemm, GemmShape shape, float 
     std::size_t unwritten = 0, non_finite = 0, first = MN;
     for (std::size_t i = 0; i < MN; ++i) {
       if (std::isfinite(c[i])) continue;
-      if (detail::is_poison(c[i])) ++unwritten; else ++non_finite;
+      if (is_poison(c[i])) ++unwritten; else ++non_finite;
       if (first == MN) first = i;
     }
     if (first != MN) {

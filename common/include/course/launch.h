@@ -41,6 +41,18 @@ inline void require(bool condition, const char* function, const std::string& mes
   if (!condition) throw std::invalid_argument(std::string(function) + ": " + message);
 }
 
+// The most blocks a grid may have in y (and in z); x may have up to 2^31 - 1.
+inline constexpr unsigned kMaxGridY = 65535;
+
+// The grid-limit check of launchers whose grid puts one block per tile in y: throws
+// std::invalid_argument("<function>: <what> needs more than 65535 blocks in y, the grid's
+// limit") when `blocks_y` is more than kMaxGridY. `what` names the size, e.g. "M = 70000".
+inline void require_grid_y(long long blocks_y, const char* function, const std::string& what) {
+  require(blocks_y <= static_cast<long long>(kMaxGridY), function,
+          what + " needs more than " + std::to_string(kMaxGridY) +
+              " blocks in y, the grid's limit");
+}
+
 // Blocks that fill the GPU once: multiprocessors times the blocks of `kernel` (at this
 // block size) one multiprocessor holds at the same time. The occupancy calculator knows
 // every limit that applies (threads, blocks, registers and shared memory per multiprocessor)

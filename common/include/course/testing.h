@@ -16,9 +16,10 @@
 #include "course/cuda_check.h"
 #include "course/device_buffer.h"
 #include "course/device_info.h"
+#include "course/guarded_buffer.h"
 #include "course/impl.h"
 #include "course/random.h"
-#include "course/verify.h"
+#include "course/verify_gtest.h"
 
 namespace course {
 

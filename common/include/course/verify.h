@@ -2,26 +2,56 @@
 //
 // An element passes when |actual - expected| <= atol + rtol * |expected|, the rule of
 // torch.testing.assert_close. NaN never passes, so a poisoned output element that the
-// kernel never wrote always fails. The result is a GoogleTest AssertionResult:
+// kernel never wrote always fails. The result is a course::VerifyResult: true or false,
+// and on failure a message that says how many elements differ, the first few (index,
+// value, expected value), whether a value is still the poison (never written), and the
+// largest error over the whole output.
+//
+// It has no GoogleTest in it, so benchmarks use it too:
+//
+//   const auto check = course::verify(out, ref, course::tolerance_for(course::Dtype::fp32));
+//   if (!check) return course::bench::fail(state, "wrong result: " + check.message());
+//
+// Tests include course/verify_gtest.h (course/testing.h does), which makes it a GoogleTest
+// AssertionResult, message included:
 //
 //   EXPECT_TRUE(course::verify(out, ref, course::tolerance_for(course::Dtype::fp32)))
 //       << "see TODO(m1.01) in vector_add.cu";
-//
-// On failure the message says how many elements differ, the first few (index, value,
-// expected value), whether a value is still the poison (never written), and the largest
-// error over the whole output.
 #pragma once
-
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+namespace testing {
+class AssertionResult;  // GoogleTest's; defined only where a test includes GoogleTest
+}  // namespace testing
+
 namespace course {
+
+// What verify() found: passed, or failed with a message saying where and by how much.
+class VerifyResult {
+ public:
+  static VerifyResult pass() { return VerifyResult(true, ""); }
+  static VerifyResult fail(std::string message) { return VerifyResult(false, std::move(message)); }
+
+  explicit operator bool() const { return passed_; }
+  bool passed() const { return passed_; }
+  const std::string& message() const { return message_; }
+
+  // The GoogleTest adapter, defined in course/verify_gtest.h: a test that includes that
+  // header can write EXPECT_TRUE(verify(...)) and see the message on failure.
+  inline operator ::testing::AssertionResult() const;
+
+ private:
+  VerifyResult(bool passed, std::string message) : passed_(passed), message_(std::move(message)) {}
+  bool passed_;
+  std::string message_;
+};
 
 struct Tolerance {
   double atol;
@@ -46,11 +76,10 @@ constexpr Tolerance tolerance_for(Dtype dtype) {
   return {0.0, 0.0};
 }
 
-namespace detail {
-
+// Whether `value` is still the poison DeviceBuffer::poison() writes (every byte 0xFF: a NaN
+// in float, half and bfloat16), i.e. an element nothing has written since.
 template <typename T>
 bool is_poison(const T& value) {
-  // DeviceBuffer::poison() sets every byte to 0xFF.
   unsigned char bytes[sizeof(T)];
   std::memcpy(bytes, &value, sizeof(T));
   for (unsigned char b : bytes) {
@@ -58,6 +87,8 @@ bool is_poison(const T& value) {
   }
   return true;
 }
+
+namespace detail {
 
 template <typename T>
 double to_double(const T& value) {
@@ -70,11 +101,11 @@ std::string describe_mismatch_header(std::size_t mismatches, std::size_t total, 
 }  // namespace detail
 
 template <typename T, typename R>
-::testing::AssertionResult verify(const std::vector<T>& actual, const std::vector<R>& expected,
-                                  Tolerance tol, std::size_t max_reported = 5) {
+VerifyResult verify(const std::vector<T>& actual, const std::vector<R>& expected, Tolerance tol,
+                    std::size_t max_reported = 5) {
   if (actual.size() != expected.size()) {
-    return ::testing::AssertionFailure() << "output has " << actual.size()
-                                         << " elements, the reference has " << expected.size();
+    return VerifyResult::fail("output has " + std::to_string(actual.size()) +
+                              " elements, the reference has " + std::to_string(expected.size()));
   }
   std::size_t mismatches = 0;
   std::size_t worst_index = 0;
@@ -95,18 +126,18 @@ template <typename T, typename R>
     if (ok) continue;
     if (mismatches < max_reported) {
       first << "\n  [" << i << "] got " << got;
-      if (detail::is_poison(actual[i])) first << " (never written: still the poison value)";
+      if (is_poison(actual[i])) first << " (never written: still the poison value)";
       first << ", expected " << want;
     }
     ++mismatches;
   }
-  if (mismatches == 0) return ::testing::AssertionSuccess();
+  if (mismatches == 0) return VerifyResult::pass();
   std::ostringstream message;
   message.precision(6);
   message << detail::describe_mismatch_header(mismatches, actual.size(), tol) << first.str();
   if (mismatches > max_reported) message << "\n  ...";
   message << "\n  largest error: " << worst_error << " at [" << worst_index << "]";
-  return ::testing::AssertionFailure() << message.str();
+  return VerifyResult::fail(message.str());
 }
 
 }  // namespace course

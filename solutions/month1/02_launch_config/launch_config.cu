@@ -2,10 +2,10 @@
 //
 // What changes from m1.01, and why it should be faster:
 //  * vector_add_grid_stride: m1.01 started enough blocks to cover the array once (four
-//    elements per thread, n / 1024 blocks), which the GPU schedules wave after wave. Here the grid is just big enough to fill every
-//    multiprocessor (SM) once, and each thread walks the array with a stride of the whole
-//    grid. The block size becomes a parameter, so the benchmark can sweep it and show what
-//    occupancy does to bandwidth.
+//    elements per thread, n / 1024 blocks), which the GPU schedules wave after wave. Here the grid
+//    is just big enough to fill every multiprocessor (SM) once, and each thread walks the array
+//    with a stride of the whole grid. The block size becomes a parameter, so the benchmark can
+//    sweep it and show what occupancy does to bandwidth.
 //  * vector_add_float4: each load and store moves 16 bytes instead of 4, and each thread
 //    issues several independent loads before it waits for any of them. More bytes are in
 //    flight per thread, which is what a memory-bound kernel needs to reach the bandwidth of

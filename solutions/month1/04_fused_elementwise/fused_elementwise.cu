@@ -40,13 +40,13 @@ void require_shape(std::int64_t rows, std::int64_t cols, const char* function) {
 //
 // Three kernels, as PyTorch eager mode launches them, each walking the matrix the same way:
 // a thread per column (neighbouring threads, neighbouring columns: coalesced), and rows
-// blockIdx.y, blockIdx.y + gridDim.y, ... (gridDim.y is at most 65535).
+// blockIdx.y, blockIdx.y + gridDim.y, ... (gridDim.y is at most kMaxGridY).
 
 constexpr int kChainThreads = 256;
 
 dim3 chain_grid(std::int64_t rows, std::int64_t cols) {
   return dim3(static_cast<unsigned int>(ceil_div<std::int64_t>(cols, kChainThreads)),
-              static_cast<unsigned int>(std::min<std::int64_t>(rows, 65535)));
+              static_cast<unsigned int>(std::min<std::int64_t>(rows, kMaxGridY)));
 }
 
 __global__ void __launch_bounds__(kChainThreads)
@@ -160,12 +160,12 @@ void launch_affine_gelu(const float* x, const float* w, const float* b, float* y
   const int threads_y = kFusedThreads / threads_x;
 
   // Grid: enough blocks to cover a row, times enough rows of blocks to fill the GPU once;
-  // every thread then loops over its share of the rows (gridDim.y is at most 65535).
+  // every thread then loops over its share of the rows (gridDim.y is at most kMaxGridY).
   const std::int64_t blocks_x = ceil_div<std::int64_t>(vecs_per_row, threads_x);
   const std::int64_t row_blocks_needed = ceil_div<std::int64_t>(rows, threads_y);
   const std::int64_t fill = resident_blocks_to_fill_gpu(affine_gelu_kernel<Vec>, kFusedThreads);
   const std::int64_t blocks_y = std::clamp<std::int64_t>(
-      fill / blocks_x, 1, std::min<std::int64_t>(row_blocks_needed, 65535));
+      fill / blocks_x, 1, std::min<std::int64_t>(row_blocks_needed, kMaxGridY));
 
   const dim3 grid(static_cast<unsigned int>(blocks_x), static_cast<unsigned int>(blocks_y));
   const dim3 block(threads_x, threads_y);
@@ -173,10 +173,6 @@ void launch_affine_gelu(const float* x, const float* w, const float* b, float* y
       reinterpret_cast<const Vec*>(x), reinterpret_cast<const Vec*>(w),
       reinterpret_cast<const Vec*>(b), reinterpret_cast<Vec*>(y), rows, vecs_per_row);
   CUDA_CHECK_LAUNCH();
-}
-
-bool is_16_byte_aligned(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % alignof(float4) == 0;
 }
 
 }  // namespace
@@ -188,8 +184,8 @@ void affine_gelu(const float* x, const float* w, const float* b, float* y, std::
 
   // float4 needs every row to start on a 16-byte boundary (cols a multiple of 4, x and y
   // aligned) and w and b aligned too. Otherwise one float at a time: correct, slower.
-  if (cols % 4 == 0 && is_16_byte_aligned(x) && is_16_byte_aligned(w) && is_16_byte_aligned(b) &&
-      is_16_byte_aligned(y)) {
+  if (cols % 4 == 0 && is_aligned(x, 16) && is_aligned(w, 16) && is_aligned(b, 16) &&
+      is_aligned(y, 16)) {
     launch_affine_gelu<float4>(x, w, b, y, rows, cols / 4, stream);
   } else {
     launch_affine_gelu<float>(x, w, b, y, rows, cols, stream);

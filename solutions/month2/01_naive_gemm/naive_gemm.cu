@@ -24,9 +24,9 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 // 32 x 32 = 1024 threads per block, the most a block may hold: one warp per block row.
 constexpr int kBlockDim = 32;
 
-__global__ void __launch_bounds__(kBlockDim * kBlockDim)
-    naive_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B,
-                      float beta, float* C) {
+__global__ void __launch_bounds__((kBlockDim * kBlockDim))
+    naive_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                      float* C) {
   // x walks down the rows of C, y across its columns. Consecutive threads of a warp (they
   // differ in threadIdx.x) therefore own consecutive *rows*: the uncoalesced mapping.
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
@@ -49,10 +49,8 @@ __global__ void __launch_bounds__(kBlockDim * kBlockDim)
 
 void naive_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                 float* C, cudaStream_t stream) {
-  require_gemm_arguments("naive_gemm", M, N, K);
-  if (M == 0 || N == 0) return;  // C is empty, and a launch of zero blocks is an error
-  require(ceil_div(N, kBlockDim) <= 65535, "naive_gemm",
-          "N = " + std::to_string(N) + " needs more than 65535 blocks in y, the grid's limit");
+  // Bad sizes throw; an empty C (M == 0 or N == 0) leaves nothing to launch.
+  if (!gemm_launch_needed("naive_gemm", M, N, K, GridY::columns, kBlockDim)) return;
 
   // One thread per element of C, rounded up to whole blocks: x over the M rows, y over the
   // N columns.

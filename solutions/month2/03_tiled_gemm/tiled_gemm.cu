@@ -32,9 +32,9 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 constexpr int kTileDim = 32;
 
 template <int TILE_DIM>
-__global__ void __launch_bounds__(TILE_DIM * TILE_DIM)
-    tiled_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B,
-                      float beta, float* C) {
+__global__ void __launch_bounds__((TILE_DIM * TILE_DIM))
+    tiled_gemm_kernel(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                      float* C) {
   static_assert(TILE_DIM >= 1 && TILE_DIM * TILE_DIM <= 1024,
                 "a block of TILE_DIM x TILE_DIM threads must hold at most 1024 threads: "
                 "TILE_DIM can be at most 32");
@@ -87,10 +87,8 @@ __global__ void __launch_bounds__(TILE_DIM * TILE_DIM)
 
 void tiled_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                 float* C, cudaStream_t stream) {
-  require_gemm_arguments("tiled_gemm", M, N, K);
-  if (M == 0 || N == 0) return;  // C is empty, and a launch of zero blocks is an error
-  require(ceil_div(M, kTileDim) <= 65535, "tiled_gemm",
-          "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
+  // Bad sizes throw; an empty C (M == 0 or N == 0) leaves nothing to launch.
+  if (!gemm_launch_needed("tiled_gemm", M, N, K, GridY::rows, kTileDim)) return;
 
   // One block per TILE_DIM x TILE_DIM tile of C, rounded up: x over the columns, y over
   // the rows. K == 0 is fine: the loop over tiles runs zero times and C = beta * C.

@@ -39,11 +39,12 @@ constexpr int kPadding = 1;
 // element of it. Tiles that stick out past M, N or K are filled with zeros, which add nothing
 // to the dot products.
 template <int TILE, int PAD>
-__global__ void __launch_bounds__(TILE * TILE)
+__global__ void __launch_bounds__((TILE * TILE))
     gemm_transposed_tile_kernel(int M, int N, int K, float alpha, const float* __restrict__ A,
                                 const float* __restrict__ B, float beta, float* __restrict__ C) {
-  static_assert(TILE == 32, "TILE must be the warp size (32): a warp is one row of the tile, "
-                            "and TILE * TILE threads must fit in a block");
+  static_assert(TILE == 32,
+                "TILE must be the warp size (32): a warp is one row of the tile, "
+                "and TILE * TILE threads must fit in a block");
   static_assert(PAD >= 0, "PAD is a number of extra floats per tile row");
   __shared__ float As[TILE][TILE];        // As[m][k] = A[by * TILE + m][k0 + k]
   __shared__ float Bt[TILE][TILE + PAD];  // Bt[n][k] = B[k0 + k][bx * TILE + n], transposed
@@ -87,16 +88,16 @@ template <typename Kernel>
 void launch_gemm(Kernel kernel, const char* function, int M, int N, int K, float alpha,
                  const float* A, const float* B, float beta, float* C, cudaStream_t stream) {
   require_gemm_arguments(function, M, N, K);  // sizes >= 0, every matrix indexable with int
-  if (M == 0 || N == 0) return;                // C is empty; a launch of 0 blocks is an error
+  if (M == 0 || N == 0) return;               // C is empty; a launch of 0 blocks is an error
   require(C != nullptr, function, "C must be a device pointer, got null");
   require(K == 0 || (A != nullptr && B != nullptr), function,
           "A and B must be device pointers, got null");
-  // gridDim.y is at most 65535; blockIdx.x * kTile + threadIdx.x and k0 + kTile are ints.
-  require(ceil_div(M, kTile) <= 65535, function,
-          "M must be at most 65535 * " + std::to_string(kTile) + ", got " + std::to_string(M));
+  // One block per kTile rows in y (kMaxGridY at most); blockIdx.x * kTile + threadIdx.x and
+  // k0 + kTile are ints.
+  require_grid_y(ceil_div(M, kTile), function, "M = " + std::to_string(M));
   require(N <= INT_MAX - kTile && K <= INT_MAX - kTile, function,
-          "N and K must be at most INT_MAX - " + std::to_string(kTile) + ", got N = " +
-              std::to_string(N) + ", K = " + std::to_string(K));
+          "N and K must be at most INT_MAX - " + std::to_string(kTile) +
+              ", got N = " + std::to_string(N) + ", K = " + std::to_string(K));
   const dim3 block(kTile, kTile);
   const dim3 grid(ceil_div(N, kTile), ceil_div(M, kTile));
   kernel<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
@@ -107,8 +108,8 @@ void launch_gemm(Kernel kernel, const char* function, int M, int N, int K, float
 
 void gemm_conflicted(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                      float* C, cudaStream_t stream) {
-  launch_gemm(gemm_transposed_tile_kernel<kTile, 0>, "gemm_conflicted", M, N, K, alpha, A, B,
-              beta, C, stream);
+  launch_gemm(gemm_transposed_tile_kernel<kTile, 0>, "gemm_conflicted", M, N, K, alpha, A, B, beta,
+              C, stream);
 }
 
 void gemm_padded(int M, int N, int K, float alpha, const float* A, const float* B, float beta,

@@ -88,8 +88,8 @@ struct RowUnit {
 // -inf, which adds nothing to the max and exp(-inf) = 0 to the sum.
 template <int kUnitsPerLane, int kWidth>
 __global__ void __launch_bounds__(kThreads)
-    softmax_rows_in_registers(const float* __restrict__ x, float* __restrict__ y,
-                              std::int64_t rows, std::int64_t cols) {
+    softmax_rows_in_registers(const float* __restrict__ x, float* __restrict__ y, std::int64_t rows,
+                              std::int64_t cols) {
   const int lane = static_cast<int>(threadIdx.x) % 32;
   // 32-bit unit indices: a row here has at most 4096 floats, and 64-bit ones would cost
   // registers that the row needs. (kWidth divides cols: the launcher checks.)
@@ -158,7 +158,7 @@ struct RunningSoftmax {
   __device__ __forceinline__ void add(const float* values, int count) {
     float new_max = max;
     for (int i = 0; i < count; ++i) new_max = fmaxf(new_max, values[i]);
-    if (new_max == -INFINITY) return;  // only -inf so far: exp(-inf - -inf) would be NaN
+    if (new_max == -INFINITY) return;            // only -inf so far: exp(-inf - -inf) would be NaN
     float rescaled = sum * expf(max - new_max);  // exp(-inf) = 0 the first time
     for (int i = 0; i < count; ++i) rescaled += expf(values[i] - new_max);
     sum = rescaled;
@@ -190,8 +190,8 @@ __global__ void __launch_bounds__(kThreads)
     // The warp combines its 32 (max, sum) pairs: the row's max, then each lane's sum
     // brought to that max, added up. A lane that saw only -inf (or nothing) adds 0.
     const float row_max = warp_all_reduce_max(mine.max);
-    const float row_sum = warp_all_reduce_sum(
-        mine.max == -INFINITY ? 0.0f : mine.sum * expf(mine.max - row_max));
+    const float row_sum =
+        warp_all_reduce_sum(mine.max == -INFINITY ? 0.0f : mine.sum * expf(mine.max - row_max));
     const float inverse_sum = 1.0f / row_sum;
 
     // Pass 2: read the row again and write exp(v - max) / sum.

@@ -53,16 +53,17 @@ struct Fragments {
 // ---- end of given ----
 
 template <class Tile>
-__device__ __forceinline__ void load_fragments(const __half* stage, int k, int warp_m,
-                                               int warp_n, int lane, Fragments<Tile>& f) {
+__device__ __forceinline__ void load_fragments(const __half* stage, int k, int warp_m, int warp_n,
+                                               int lane, Fragments<Tile>& f) {
   const __half* As = stage;
   const __half* Bs = stage + Tile::kBlockM * Tile::kLdA;
   const int piece_row = lane % 16, piece_col = (lane / 16) * 8;
 #pragma unroll
   for (int i = 0; i < Tile::kTilesM; ++i) {
     const int row = warp_m + i * 16 + piece_row;
-    load_matrix_x4(f.a[i], shared_address(As + tile_offset<Tile::kLayout, Tile::kBlockK,
-                                                             Tile::kLdA>(row, k + piece_col)));
+    load_matrix_x4(f.a[i],
+                   shared_address(As + tile_offset<Tile::kLayout, Tile::kBlockK, Tile::kLdA>(
+                                           row, k + piece_col)));
   }
 #pragma unroll
   for (int j = 0; j < Tile::kTilesN; j += 2) {
@@ -120,9 +121,9 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   __half* shared = reinterpret_cast<__half*>(dynamic_shared);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  const TileIndex tile = grouped_tile<Tile::kGroupRows>(
-      static_cast<int>(blockIdx.x), (M + Tile::kBlockM - 1) / Tile::kBlockM,
-      (N + Tile::kBlockN - 1) / Tile::kBlockN);
+  const TileIndex tile = grouped_tile<Tile::kGroupRows>(static_cast<int>(blockIdx.x),
+                                                        (M + Tile::kBlockM - 1) / Tile::kBlockM,
+                                                        (N + Tile::kBlockN - 1) / Tile::kBlockN);
   const int block_m = tile.row * Tile::kBlockM, block_n = tile.col * Tile::kBlockN;
   const int warp_m = (warp / Tile::kWarpsN) * Tile::kWarpM;  // inside the block tile
   const int warp_n = (warp % Tile::kWarpsN) * Tile::kWarpN;
@@ -155,8 +156,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     __syncthreads();  // ... and everyone's; and everyone is done with step t - 1's stage
     const int next = t + Tile::kStages - 1;
     if (next < num_tiles) {
-      copy_tiles<Tile, kVectorized>(stage(next % Tile::kStages), A, B, M, N, K, block_m,
-                                    block_n, next * Tile::kBlockK);
+      copy_tiles<Tile, kVectorized>(stage(next % Tile::kStages), A, B, M, N, K, block_m, block_n,
+                                    next * Tile::kBlockK);
     }
     commit_copies();
 #pragma unroll
@@ -206,8 +207,8 @@ void mma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B
 namespace course::COURSE_IMPL::tuning {
 namespace {
 template <class Tile>
-void run(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta,
-         float* C, cudaStream_t stream) {
+void run(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta, float* C,
+         cudaStream_t stream) {
   launch_mma_gemm<Tile>("mma_gemm (tuning step)", M, N, K, alpha, A, B, beta, C, stream);
 }
 }  // namespace

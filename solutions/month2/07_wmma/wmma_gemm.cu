@@ -61,9 +61,8 @@ __device__ __forceinline__ void store_scaled(Accumulator& acc, float alpha, floa
 // --- Part 1 -------------------------------------------------------------------------------
 // Warp w of the grid computes the tile of C at (tile_row, tile_col) = (w / tiles_n, w % tiles_n).
 __global__ void wmma_gemm_simple_kernel(int M, int N, int K, float alpha,
-                                        const __half* __restrict__ A,
-                                        const __half* __restrict__ B, float beta,
-                                        float* __restrict__ C) {
+                                        const __half* __restrict__ A, const __half* __restrict__ B,
+                                        float beta, float* __restrict__ C) {
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
   const int tiles_n = N / kFragment;
   if (warp >= (M / kFragment) * tiles_n) return;  // the whole warp leaves together
@@ -88,7 +87,7 @@ __global__ void wmma_gemm_simple_kernel(int M, int N, int K, float alpha,
 constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 32;
 constexpr int kWarpM = 64, kWarpN = 32;  // a warp's part of the block tile
 constexpr int kWarpsN = kBlockN / kWarpN;
-constexpr int kThreads = 32 * (kBlockM / kWarpM) * kWarpsN;  // 8 warps
+constexpr int kThreads = 32 * (kBlockM / kWarpM) * kWarpsN;                        // 8 warps
 constexpr int kFragmentsM = kWarpM / kFragment, kFragmentsN = kWarpN / kFragment;  // 4 x 2
 // Shared tiles, row-major, padded by 8 halves (16 bytes) per row. load_matrix_sync reads 16
 // rows of 16 halves (32 bytes) each: with rows of 32 or 128 halves (64 or 256 bytes) those
@@ -176,12 +175,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = 0; t < num_tiles; ++t) {
     __half* stage = shared + (t % kStages) * kStageHalves;
     if (t + 1 < num_tiles) {
-      copy_tiles<kVectorized>(shared + ((t + 1) % kStages) * kStageHalves, A, B, M, N, K,
-                              block_m, block_n, (t + 1) * kBlockK);
+      copy_tiles<kVectorized>(shared + ((t + 1) % kStages) * kStageHalves, A, B, M, N, K, block_m,
+                              block_n, (t + 1) * kBlockK);
     }
     commit_copies();
     wait_for_copies<1>();  // tile t has landed (this thread's copies) ...
-    __syncthreads();            // ... and everyone's
+    __syncthreads();       // ... and everyone's
 
     const __half* As = stage + warp_m * kLdA;
     const __half* Bs = stage + kBlockM * kLdA + warp_n;
@@ -265,8 +264,7 @@ void wmma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* 
           "A, B and C must be device pointers, got null");
   const dim3 grid(static_cast<unsigned>(ceil_div(N, kBlockN)),
                   static_cast<unsigned>(ceil_div(M, kBlockM)));
-  require(grid.y <= 65535u, function,
-          "M = " + std::to_string(M) + " needs more than 65535 blocks in y, the grid's limit");
+  require_grid_y(grid.y, function, "M = " + std::to_string(M));
   // 16-byte copies of 8 halves need every row of A and B to start on a 16-byte boundary.
   const bool vectorized = K % 8 == 0 && N % 8 == 0 && is_aligned(A, 16) && is_aligned(B, 16);
   if (vectorized) {

@@ -39,11 +39,11 @@ namespace hw = course::hopper;
 
 constexpr int kBlockM = 128, kBlockN = 256, kBlockK = 64;  // 64 halves: one 128-byte row
 constexpr int kStages = 4;
-constexpr int kConsumers = 2;                 // warpgroups that multiply, 64 rows each
+constexpr int kConsumers = 2;  // warpgroups that multiply, 64 rows each
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kBoxN = 64;                     // B arrives in 4 boxes of 64 columns (128 bytes)
-constexpr int kATileBytes = kBlockM * kBlockK * 2;   // 16 KiB
-constexpr int kBBoxBytes = kBlockK * kBoxN * 2;      // 8 KiB
+constexpr int kBoxN = 64;  // B arrives in 4 boxes of 64 columns (128 bytes)
+constexpr int kATileBytes = kBlockM * kBlockK * 2;           // 16 KiB
+constexpr int kBBoxBytes = kBlockK * kBoxN * 2;              // 8 KiB
 constexpr int kBTileBytes = kBBoxBytes * (kBlockN / kBoxN);  // 32 KiB
 constexpr int kStageBytes = kATileBytes + kBTileBytes;
 // The tiles, 1024-byte aligned (the 128-byte swizzle repeats every 8 rows), then the barriers.
@@ -55,8 +55,8 @@ constexpr int kGroupRows = 16;  // course/block_order.h
 template <typename Element>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map,
-                       const __grid_constant__ CUtensorMap b_map, int M, int N, int K,
-                       float alpha, float beta, float* __restrict__ C) {
+                       const __grid_constant__ CUtensorMap b_map, int M, int N, int K, float alpha,
+                       float beta, float* __restrict__ C) {
   extern __shared__ unsigned char dynamic_shared[];
   // Round the base up to 1024 bytes (the launcher asked for 1024 more).
   unsigned char* base = dynamic_shared + ((1024 - hw::smem(dynamic_shared) % 1024) % 1024);
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      hw::barrier_init(&full[s], 1);                 // the producer's arrival + the bytes
+      hw::barrier_init(&full[s], 1);                  // the producer's arrival + the bytes
       hw::barrier_init(&empty[s], kConsumers * 128);  // every consumer thread
     }
     hw::fence_barrier_init();
@@ -169,8 +169,10 @@ void launch_hopper_gemm(const char* function, CUtensorMapDataType type, int M, i
           "A, B and C must be device pointers, got null");
   require(K % 8 == 0 && N % 8 == 0, function,
           "the TMA copies rows whose length is a multiple of 16 bytes: K and N must be "
-          "multiples of 8, got " + to_string(GemmShape{M, N, K}) + "; m2.07's mma_gemm takes any shape");
-  require(is_aligned(A, 16) && is_aligned(B, 16), function, "the TMA needs A and B 16-byte aligned; m2.07's mma_gemm takes any alignment");
+          "multiples of 8, got " +
+              to_string(GemmShape{M, N, K}) + "; m2.07's mma_gemm takes any shape");
+  require(is_aligned(A, 16) && is_aligned(B, 16), function,
+          "the TMA needs A and B 16-byte aligned; m2.07's mma_gemm takes any alignment");
   if (K == 0) {  // nothing to multiply, and a tensor map of zero columns is an error
     scale_c(M, N, beta, C, stream);
     return;
@@ -193,8 +195,8 @@ void launch_hopper_gemm(const char* function, CUtensorMapDataType type, int M, i
 
 void hopper_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta,
                  float* C, cudaStream_t stream) {
-  launch_hopper_gemm("hopper_gemm", CU_TENSOR_MAP_DATA_TYPE_FLOAT16, M, N, K, alpha, A, B, beta,
-                     C, stream);
+  launch_hopper_gemm("hopper_gemm", CU_TENSOR_MAP_DATA_TYPE_FLOAT16, M, N, K, alpha, A, B, beta, C,
+                     stream);
 }
 
 void hopper_gemm_bf16(int M, int N, int K, float alpha, const __nv_bfloat16* A,
