@@ -95,6 +95,16 @@ def python_benchmark_id(script):
     return f"{script.parent.parent.name.replace('month', 'm')}_{script.parent.name}"
 
 
+def torch_python(build_dir):
+    """The Python the build's tests use (the one with PyTorch, cmake/CoursePython.cmake), else this one."""
+    chosen = build_dir / "course_python" / "interpreter.txt"
+    if chosen.is_file():
+        path = chosen.read_text().strip()
+        if path and Path(path).is_file():
+            return path
+    return sys.executable
+
+
 def find_python_benchmarks(root, name_filter):
     found = []
     for path in sorted(root.glob("month*/*/bench_*.py")):
@@ -233,10 +243,12 @@ def main():
             ran.append(out)
             if code != 0:
                 failures.append(f"{binary.name} exited with {code}")
+        python = torch_python(args.build_dir.resolve())
         for script in find_python_benchmarks(args.root, args.filter):
             out = out_dir / f"{python_benchmark_id(script)}.json"
             print(f"== {script.relative_to(args.root)}", flush=True)
-            code = subprocess.call([sys.executable, str(script), "--json", str(out)])
+            extra = ["--include-exercise"] if args.include_exercise else []
+            code = subprocess.call([python, str(script), "--json", str(out), *extra])
             ran.append(out)
             if code != 0:
                 failures.append(f"{script.name} exited with {code}")

@@ -52,6 +52,7 @@ def load_ops(impl="exercise", verbose=None):
         # process (the benchmark times them side by side); see torch_extension.h.
         defines=[f"COURSE_OPS={ns}"],
         namespace=ns,
+        with_course_runtime=True,  # course/launch.h's checks report through it
         verbose=verbose,
     )
     extension.register_fake_kernels(ns, FAKE_KERNELS)

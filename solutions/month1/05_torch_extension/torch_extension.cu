@@ -24,6 +24,7 @@
 #include <limits>
 #include <string>
 
+#include "course/launch.h"  // ceil_div, is_aligned
 #include "torch_extension.h"
 
 namespace course {
@@ -90,24 +91,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n4) {
     const std::int64_t col4 = i % cols4;
-    reinterpret_cast<float4*>(y)[i] = gelu4(reinterpret_cast<const float4*>(x)[i],
-                                            reinterpret_cast<const float4*>(w)[col4],
-                                            reinterpret_cast<const float4*>(b)[col4]);
+    reinterpret_cast<float4*>(y)[i] =
+        gelu4(reinterpret_cast<const float4*>(x)[i], reinterpret_cast<const float4*>(w)[col4],
+              reinterpret_cast<const float4*>(b)[col4]);
   }
 }
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t count, std::int64_t divisor) { return (count + divisor - 1) / divisor; }
-
-bool is_16_byte_aligned(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
-}
-
 unsigned int blocks_for(std::int64_t threads) {
   const std::int64_t blocks = ceil_div(threads, kThreadsPerBlock);
-  TORCH_CHECK(blocks <= std::numeric_limits<int>::max(), "too many elements for one launch: ",
-              std::to_string(threads));
+  TORCH_CHECK(blocks <= std::numeric_limits<int>::max(),
+              "too many elements for one launch: ", std::to_string(threads));
   return static_cast<unsigned int>(blocks);
 }
 
@@ -129,7 +124,7 @@ at::Tensor vector_add_cuda(const at::Tensor& a, const at::Tensor& b) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // A tensor's data usually starts on a 16-byte boundary (PyTorch's allocator aligns far
   // more), but a view such as t[1:] starts 4 bytes in: then take the scalar path.
-  if (is_16_byte_aligned(a_data) && is_16_byte_aligned(b_data) && is_16_byte_aligned(c_data)) {
+  if (is_aligned(a_data, 16) && is_aligned(b_data, 16) && is_aligned(c_data, 16)) {
     const std::int64_t threads = std::max<std::int64_t>(n / 4, n % 4);
     vector_add_float4_kernel<<<blocks_for(threads), kThreadsPerBlock, 0, stream>>>(a_data, b_data,
                                                                                    c_data, n);
@@ -153,13 +148,13 @@ at::Tensor fused_gelu_cuda(const at::Tensor& x, const at::Tensor& w, const at::T
   const float* b_data = b.data_ptr<float>();
   float* y_data = y.data_ptr<float>();
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  if (cols % 4 == 0 && is_16_byte_aligned(x_data) && is_16_byte_aligned(w_data) &&
-      is_16_byte_aligned(b_data) && is_16_byte_aligned(y_data)) {
+  if (cols % 4 == 0 && is_aligned(x_data, 16) && is_aligned(w_data, 16) && is_aligned(b_data, 16) &&
+      is_aligned(y_data, 16)) {
     fused_gelu_float4_kernel<<<blocks_for(n / 4), kThreadsPerBlock, 0, stream>>>(
         x_data, w_data, b_data, y_data, n / 4, cols / 4);
   } else {
     fused_gelu_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(x_data, w_data, b_data,
-                                                                     y_data, n, cols);
+                                                                      y_data, n, cols);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return y;
