@@ -2,7 +2,7 @@
 //
 // launch_fill writes a value into a buffer; launch_spin_then_fill does the same after a
 // deliberate delay, so that the library's stream still has work in flight when a consumer
-// (PyTorch, CuPy) takes the memory through DLPack. Without the event wait of TODO(m3.02d)
+// (PyTorch, CuPy) takes the memory through DLPack. Without the event wait the learner writes in m3.02d,
 // the consumer's kernels then read the buffer before the fill lands.
 //
 // The delay spins on %globaltimer, the GPU's nanosecond wall clock, rather than on clock64():

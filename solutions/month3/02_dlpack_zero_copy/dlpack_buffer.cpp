@@ -209,7 +209,7 @@ struct ExportContext {
 };
 // ---- end of given
 
-// TODO(m3.02a) and TODO(m3.02b), done: describe the memory, and give it back exactly once.
+// Parts a and b (TODOs m3.02a and m3.02b of the skeleton): describe the memory, give it back once.
 //
 // fill_dltensor: DLPack describes an array by its first element's address, device, dtype,
 // shape and strides. Strides count ELEMENTS (not bytes, unlike NumPy's), and `data` is where
@@ -260,7 +260,7 @@ void capsule_destructor(PyObject* capsule) {
 #endif
 }
 
-// TODO(m3.02c), done: what the consumer asked for.
+// Part c (TODO m3.02c of the skeleton): what the consumer asked for.
 // A versioned capsule only for a consumer that says it reads DLPack >= 1.0 (max_version),
 // and only if this build's header has the versioned struct. The version we write is the
 // header's (1.3 with PyTorch 2.11): minor versions are ABI-compatible, and consumers check
@@ -287,7 +287,7 @@ std::uint64_t export_flags(bool read_only, bool copied) {
 }
 
 #if COURSE_WITH_CUDA
-// TODO(m3.02d), done: the stream handshake.
+// Part d (TODO m3.02d of the skeleton): the stream handshake.
 // The consumer names, with an integer, the stream it will use the memory on:
 //   None  the legacy default stream (the specification's default), 1 the same, 2 the
 //   per-thread default stream (the CUDA runtime's own handles cudaStreamLegacy and
@@ -446,6 +446,7 @@ class Buffer {
     launch_spin_then_fill(first(), numel(), value, static_cast<std::int64_t>(seconds * 1e9), storage_->stream);
 #else
     (void)value;
+    (void)seconds;
 #endif
   }
 
@@ -505,6 +506,7 @@ class Buffer {
   // Copies this view's elements into `target` (a new storage on the same device): after the
   // library's queued work, on the new storage's stream, which the export then orders.
   void copy_elements(Storage& target, float* destination) const {
+    (void)target;  // used by the CUDA branch only
     const std::size_t bytes = static_cast<std::size_t>(numel()) * sizeof(float);
     if (bytes == 0) return;
     if (device().is_cuda()) {
@@ -554,7 +556,7 @@ struct ConsumerStream {
 };
 // ---- end of given
 
-// TODO(m3.02e), done: ask the producer for a capsule.
+// Part e (TODO m3.02e of the skeleton): ask the producer for a capsule.
 // A raw capsule is taken as it is. Otherwise ask the object where its memory is
 // (__dlpack_device__), then call its __dlpack__: for CUDA memory with the stream we will
 // use, so that the producer can order its pending work before ours; with the newest
@@ -583,7 +585,7 @@ py::object request_capsule(const py::handle& object, const ConsumerStream& strea
   return object.attr("__dlpack__")(**arguments);
 }
 
-// TODO(m3.02f), done: take ownership of the capsule, and give it back exactly once.
+// Part f (TODO m3.02f of the skeleton): take ownership of the capsule, and give it back exactly once.
 // The rename to "used_..." comes first, right after reading the pointer: from that moment
 // the capsule's destructor will not call the deleter, and the Imported (whose destructor
 // releases) will, even when a later check throws. A capsule whose name is already "used_..."
@@ -651,7 +653,7 @@ std::unique_ptr<Imported> take_ownership(const py::object& capsule) {
                                                               "without versioned capsules") + ")");
 }
 
-// TODO(m3.02g), done: check what the kernel is about to touch.
+// Part g (TODO m3.02g of the skeleton): check what the kernel is about to touch.
 // The m1.01 kernel adds two flat ranges of float32 elements. So: float32 only; compact
 // row-major only (strides NULL, or equal to the row-major strides, ignoring dimensions of
 // size 1, whose stride means nothing); the first element at data + byte_offset (a
