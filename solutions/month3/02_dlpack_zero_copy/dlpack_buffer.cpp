@@ -132,7 +132,9 @@ struct Storage {
 #endif
 
   Storage(std::int64_t n, Device where) : elements(n), device(where) {
-    if (n < 0) throw py::value_error("Buffer: the number of elements must be >= 0, got " + std::to_string(n));
+    if (n < 0)
+      throw py::value_error("Buffer: the number of elements must be >= 0, got " +
+                            std::to_string(n));
     const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
     if (device.is_cuda()) {
 #if COURSE_WITH_CUDA
@@ -154,7 +156,8 @@ struct Storage {
         throw;
       }
 #else
-      throw std::runtime_error("Buffer: this build has no CUDA (the PyTorch it was built with has none)");
+      throw std::runtime_error(
+          "Buffer: this build has no CUDA (the PyTorch it was built with has none)");
 #endif
     } else if (bytes > 0) {
       // 64-byte aligned, like PyTorch's CPU allocator; aligned_alloc wants a multiple of it.
@@ -227,7 +230,8 @@ void fill_dltensor(DLTensor& tensor, ExportContext& context, float* first) {
   // product of the sizes after it. (NULL would mean the same, but some consumers have
   // crashed on NULL, so say it explicitly.)
   context.strides.assign(context.shape.size(), 1);
-  for (int d = tensor.ndim - 2; d >= 0; --d) context.strides[d] = context.strides[d + 1] * context.shape[d + 1];
+  for (int d = tensor.ndim - 2; d >= 0; --d)
+    context.strides[d] = context.strides[d + 1] * context.shape[d + 1];
   tensor.strides = context.strides.data();
   tensor.byte_offset = 0;
 }
@@ -238,7 +242,9 @@ void fill_dltensor(DLTensor& tensor, ExportContext& context, float* first) {
 // Nothing here touches Python, so no GIL is needed.
 void delete_legacy(DLManagedTensor* self) { delete static_cast<ExportContext*>(self->manager_ctx); }
 #if COURSE_DLPACK_VERSIONED
-void delete_versioned(DLManagedTensorVersioned* self) { delete static_cast<ExportContext*>(self->manager_ctx); }
+void delete_versioned(DLManagedTensorVersioned* self) {
+  delete static_cast<ExportContext*>(self->manager_ctx);
+}
 #endif
 
 // The capsule's destructor runs when Python frees the capsule object. A consumer that took
@@ -254,7 +260,8 @@ void capsule_destructor(PyObject* capsule) {
 #if COURSE_DLPACK_VERSIONED
   if (PyCapsule_IsValid(capsule, kVersionedName)) {
     PreservedPythonError keep;
-    auto* managed = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kVersionedName));
+    auto* managed =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kVersionedName));
     if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
   }
 #endif
@@ -302,11 +309,13 @@ bool consumer_stream(const py::object& stream, cudaStream_t* out) {
   const auto value = stream.cast<std::int64_t>();
   if (value == -1) return false;
   if (value == 0) {
-    throw py::value_error("stream=0 is not allowed by DLPack (it is ambiguous): pass 1 for the legacy "
-                          "default stream, 2 for the per-thread default stream, or a stream's address");
+    throw py::value_error(
+        "stream=0 is not allowed by DLPack (it is ambiguous): pass 1 for the legacy "
+        "default stream, 2 for the per-thread default stream, or a stream's address");
   }
-  if (value < -1) throw py::value_error("stream must be None, -1, 1, 2 or a stream's address, got " +
-                                        std::to_string(value));
+  if (value < -1)
+    throw py::value_error("stream must be None, -1, 1, 2 or a stream's address, got " +
+                          std::to_string(value));
   if (value == 1) {
     *out = cudaStreamLegacy;
   } else if (value == 2) {
@@ -350,7 +359,9 @@ class Buffer {
   Buffer(std::vector<std::int64_t> shape, const std::string& device, bool read_only)
       : shape_(std::move(shape)), read_only_(read_only) {
     for (std::int64_t size : shape_) {
-      if (size < 0) throw py::value_error("Buffer: sizes must be >= 0, got " + shape_string(shape_.data(), ndim()));
+      if (size < 0)
+        throw py::value_error("Buffer: sizes must be >= 0, got " +
+                              shape_string(shape_.data(), ndim()));
     }
     storage_ = std::make_shared<Storage>(product(shape_), parse_device(device));
   }
@@ -370,13 +381,14 @@ class Buffer {
   float* first() const { return storage_->data == nullptr ? nullptr : storage_->data + offset_; }
   const Device& device() const { return storage_->device; }
 
-  py::object dlpack(const py::object& stream, const py::object& max_version, const py::object& dl_device,
-                    const py::object& copy) const {
+  py::object dlpack(const py::object& stream, const py::object& max_version,
+                    const py::object& dl_device, const py::object& copy) const {
     if (!dl_device.is_none()) {
       const auto wanted = dl_device.cast<std::tuple<int, int>>();
       if (std::get<0>(wanted) != device().type || std::get<1>(wanted) != device().id) {
-        throw_buffer_error("Buffer.__dlpack__: cannot export to device (" + std::to_string(std::get<0>(wanted)) +
-                           ", " + std::to_string(std::get<1>(wanted)) + "): this buffer is on " +
+        throw_buffer_error("Buffer.__dlpack__: cannot export to device (" +
+                           std::to_string(std::get<0>(wanted)) + ", " +
+                           std::to_string(std::get<1>(wanted)) + "): this buffer is on " +
                            device().name() + " and the library copies only within a device");
       }
     }
@@ -393,9 +405,11 @@ class Buffer {
     if (device().is_cuda()) {
 #if COURSE_WITH_CUDA
       cudaStream_t consumer = nullptr;
-      if (consumer_stream(stream, &consumer) && !g_skip_stream_wait) order_before_consumer(*storage, consumer);
+      if (consumer_stream(stream, &consumer) && !g_skip_stream_wait)
+        order_before_consumer(*storage, consumer);
 #endif
-    } else if (!stream.is_none() && !(py::isinstance<py::int_>(stream) && stream.cast<std::int64_t>() == -1)) {
+    } else if (!stream.is_none() &&
+               !(py::isinstance<py::int_>(stream) && stream.cast<std::int64_t>() == -1)) {
       throw_buffer_error("Buffer.__dlpack__: a CPU buffer takes stream=None, got stream=" +
                          py::str(stream).cast<std::string>());
     }
@@ -426,7 +440,9 @@ class Buffer {
     return make_capsule(std::move(context), false);
   }
 
-  py::tuple dlpack_device() const { return py::make_tuple(static_cast<int>(device().type), device().id); }
+  py::tuple dlpack_device() const {
+    return py::make_tuple(static_cast<int>(device().type), device().id);
+  }
 
   void fill(float value) {
     if (device().is_cuda()) {
@@ -443,7 +459,8 @@ class Buffer {
   void fill_slowly(float value, double seconds) {
     if (!device().is_cuda()) throw py::value_error("Buffer.fill_slowly: needs a CUDA buffer");
 #if COURSE_WITH_CUDA
-    launch_spin_then_fill(first(), numel(), value, static_cast<std::int64_t>(seconds * 1e9), storage_->stream);
+    launch_spin_then_fill(first(), numel(), value, static_cast<std::int64_t>(seconds * 1e9),
+                          storage_->stream);
 #else
     (void)value;
     (void)seconds;
@@ -464,7 +481,8 @@ class Buffer {
     if (device().is_cuda()) {
 #if COURSE_WITH_CUDA
       synchronize();
-      CUDA_CHECK(cudaMemcpy(values.data(), first(), values.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      CUDA_CHECK(cudaMemcpy(values.data(), first(), values.size() * sizeof(float),
+                            cudaMemcpyDeviceToHost));
 #endif
     } else {
       std::memcpy(values.data(), first(), values.size() * sizeof(float));
@@ -513,7 +531,8 @@ class Buffer {
 #if COURSE_WITH_CUDA
       CUDA_CHECK(cudaEventRecord(storage_->event, storage_->stream));
       CUDA_CHECK(cudaStreamWaitEvent(target.stream, storage_->event, 0));
-      CUDA_CHECK(cudaMemcpyAsync(destination, first(), bytes, cudaMemcpyDeviceToDevice, target.stream));
+      CUDA_CHECK(
+          cudaMemcpyAsync(destination, first(), bytes, cudaMemcpyDeviceToDevice, target.stream));
 #endif
     } else {
       std::memcpy(destination, first(), bytes);
@@ -566,8 +585,9 @@ struct ConsumerStream {
 py::object request_capsule(const py::handle& object, const ConsumerStream& stream) {
   if (PyCapsule_CheckExact(object.ptr())) return py::reinterpret_borrow<py::object>(object);
   if (!py::hasattr(object, "__dlpack__")) {
-    throw py::type_error(std::string("expected a DLPack capsule or an object with __dlpack__, got ") +
-                         Py_TYPE(object.ptr())->tp_name);
+    throw py::type_error(
+        std::string("expected a DLPack capsule or an object with __dlpack__, got ") +
+        Py_TYPE(object.ptr())->tp_name);
   }
   const auto where = object.attr("__dlpack_device__")().cast<std::tuple<int, int>>();
   py::dict arguments;
@@ -585,11 +605,11 @@ py::object request_capsule(const py::handle& object, const ConsumerStream& strea
   return object.attr("__dlpack__")(**arguments);
 }
 
-// Part f (TODO m3.02f of the skeleton): take ownership of the capsule, and give it back exactly once.
-// The rename to "used_..." comes first, right after reading the pointer: from that moment
-// the capsule's destructor will not call the deleter, and the Imported (whose destructor
-// releases) will, even when a later check throws. A capsule whose name is already "used_..."
-// was consumed before: taking it again would free the memory twice.
+// Part f (TODO m3.02f of the skeleton): take ownership of the capsule, and give it back exactly
+// once. The rename to "used_..." comes first, right after reading the pointer: from that moment the
+// capsule's destructor will not call the deleter, and the Imported (whose destructor releases)
+// will, even when a later check throws. A capsule whose name is already "used_..." was consumed
+// before: taking it again would free the memory twice.
 void Imported::release() noexcept {
   if (managed == nullptr) return;
 #if COURSE_DLPACK_VERSIONED
@@ -610,7 +630,8 @@ void Imported::release() noexcept {
 std::unique_ptr<Imported> take_ownership(const py::object& capsule) {
   PyObject* raw = capsule.ptr();
   if (!PyCapsule_CheckExact(raw)) {
-    throw py::type_error(std::string("__dlpack__ returned a ") + Py_TYPE(raw)->tp_name + ", not a capsule");
+    throw py::type_error(std::string("__dlpack__ returned a ") + Py_TYPE(raw)->tp_name +
+                         ", not a capsule");
   }
   const char* name = PyCapsule_GetName(raw);
   if (name == nullptr) throw py::error_already_set();
@@ -648,9 +669,12 @@ std::unique_ptr<Imported> take_ownership(const py::object& capsule) {
     throw py::value_error(std::string("this capsule was already consumed (its name is '") + name +
                           "'): a DLPack capsule can be consumed only once");
   }
-  throw py::value_error(std::string("not a DLPack capsule this library reads (its name is '") + name +
-                        "'" + (COURSE_DLPACK_VERSIONED ? "" : "; this build's DLPack header is 0.x, "
-                                                              "without versioned capsules") + ")");
+  throw py::value_error(std::string("not a DLPack capsule this library reads (its name is '") +
+                        name + "'" +
+                        (COURSE_DLPACK_VERSIONED ? ""
+                                                 : "; this build's DLPack header is 0.x, "
+                                                   "without versioned capsules") +
+                        ")");
 }
 
 // Part g (TODO m3.02g of the skeleton): check what the kernel is about to touch.
@@ -663,23 +687,26 @@ std::unique_ptr<Imported> take_ownership(const py::object& capsule) {
 float* checked_elements(const Imported& imported, const char* what, bool will_write) {
   const DLTensor& t = *imported.tensor;
   if (t.dtype.code != kDLFloat || t.dtype.bits != 32 || t.dtype.lanes != 1) {
-    throw py::type_error(std::string("add_in_place: ") + what + " must be float32, got DLPack dtype (code " +
-                         std::to_string(t.dtype.code) + ", " + std::to_string(t.dtype.bits) + " bits, " +
-                         std::to_string(t.dtype.lanes) + " lanes)");
+    throw py::type_error(std::string("add_in_place: ") + what +
+                         " must be float32, got DLPack dtype (code " +
+                         std::to_string(t.dtype.code) + ", " + std::to_string(t.dtype.bits) +
+                         " bits, " + std::to_string(t.dtype.lanes) + " lanes)");
   }
   if (t.strides != nullptr) {
     std::int64_t expected = 1;
     for (int d = t.ndim - 1; d >= 0; --d) {
       if (t.shape[d] != 1 && t.strides[d] != expected) {
         throw py::value_error(std::string("add_in_place: ") + what + " is not contiguous: shape " +
-                              shape_string(t.shape, t.ndim) + " with strides " + shape_string(t.strides, t.ndim) +
+                              shape_string(t.shape, t.ndim) + " with strides " +
+                              shape_string(t.strides, t.ndim) +
                               " (in elements) is not compact row-major; pass a .contiguous() copy");
       }
       expected *= t.shape[d];
     }
   }
   if (t.byte_offset % sizeof(float) != 0) {
-    throw py::value_error(std::string("add_in_place: ") + what + " has byte_offset " + std::to_string(t.byte_offset) +
+    throw py::value_error(std::string("add_in_place: ") + what + " has byte_offset " +
+                          std::to_string(t.byte_offset) +
                           ", which is not a whole number of float32 elements");
   }
 #if COURSE_DLPACK_VERSIONED
@@ -707,7 +734,8 @@ ConsumerStream parse_consumer_stream(const py::object& stream, bool cuda) {
   if (!cuda) return result;
 #if COURSE_WITH_CUDA
   if (!consumer_stream(stream, &result.handle)) {
-    throw py::value_error("add_in_place: stream=-1 is for producers; name the stream the kernel runs on");
+    throw py::value_error(
+        "add_in_place: stream=-1 is for producers; name the stream the kernel runs on");
   }
   // What the producer is told: the same integer, or 1 for "the legacy default stream".
   result.as_int = stream.is_none() ? py::int_(1) : stream;
@@ -724,7 +752,8 @@ bool is_cuda_object(const py::handle& object) {
 }
 
 // target += addend, in place, on the memory of any two DLPack producers (or capsules).
-void add_in_place(const py::object& target_object, const py::object& addend_object, const py::object& stream) {
+void add_in_place(const py::object& target_object, const py::object& addend_object,
+                  const py::object& stream) {
   const bool cuda = is_cuda_object(target_object) || is_cuda_object(addend_object);
   const ConsumerStream consumer = parse_consumer_stream(stream, cuda);
   std::unique_ptr<Imported> target = take_ownership(request_capsule(target_object, consumer));
@@ -733,16 +762,16 @@ void add_in_place(const py::object& target_object, const py::object& addend_obje
   const DLTensor& a = *addend->tensor;
   const Device device = device_of(t);
   if (!(device == device_of(a))) {
-    throw py::value_error("add_in_place: target and addend must be on the same device, got " + device.name() +
-                          " and " + device_of(a).name());
+    throw py::value_error("add_in_place: target and addend must be on the same device, got " +
+                          device.name() + " and " + device_of(a).name());
   }
   if (device.type != kDLCPU && device.type != kDLCUDA) {
     throw py::value_error("add_in_place: DLPack device type " + std::to_string(device.type) +
                           " is not supported (only kDLCPU = 1 and kDLCUDA = 2)");
   }
   if (t.ndim != a.ndim || !std::equal(t.shape, t.shape + t.ndim, a.shape)) {
-    throw py::value_error("add_in_place: target has shape " + shape_string(t.shape, t.ndim) + " and addend " +
-                          shape_string(a.shape, a.ndim) + "; they must be equal");
+    throw py::value_error("add_in_place: target has shape " + shape_string(t.shape, t.ndim) +
+                          " and addend " + shape_string(a.shape, a.ndim) + "; they must be equal");
   }
   float* x = checked_elements(*target, "target", true);
   const float* y = checked_elements(*addend, "addend", false);
@@ -750,10 +779,12 @@ void add_in_place(const py::object& target_object, const py::object& addend_obje
   // Overlapping but different ranges would race between GPU threads (one thread's write
   // is another's read); the very same range is fine: each element is read, then written,
   // by one thread.
-  const std::uintptr_t xs = reinterpret_cast<std::uintptr_t>(x), ys = reinterpret_cast<std::uintptr_t>(y);
+  const std::uintptr_t xs = reinterpret_cast<std::uintptr_t>(x),
+                       ys = reinterpret_cast<std::uintptr_t>(y);
   const std::uintptr_t bytes = static_cast<std::uintptr_t>(n) * sizeof(float);
   if (n > 0 && xs != ys && xs < ys + bytes && ys < xs + bytes) {
-    throw py::value_error("add_in_place: target and addend overlap without being the same elements");
+    throw py::value_error(
+        "add_in_place: target and addend overlap without being the same elements");
   }
   if (n == 0) return;
   if (device.is_cuda()) {
@@ -761,8 +792,8 @@ void add_in_place(const py::object& target_object, const py::object& addend_obje
     int current = 0;
     CUDA_CHECK(cudaGetDevice(&current));
     if (device.id != current) {
-      throw py::value_error("add_in_place: the memory is on " + device.name() + " but the current device is cuda:" +
-                            std::to_string(current));
+      throw py::value_error("add_in_place: the memory is on " + device.name() +
+                            " but the current device is cuda:" + std::to_string(current));
     }
     // m1.01's kernel with c == a. Its pointers are __restrict__, which promises no aliasing;
     // here each element is loaded and then stored by the same thread, the store depending
@@ -792,8 +823,10 @@ py::dict describe(const py::object& object, const py::object& stream) {
   info["dtype"] = py::make_tuple(static_cast<int>(t.dtype.code), static_cast<int>(t.dtype.bits),
                                  static_cast<int>(t.dtype.lanes));
   info["shape"] = std::vector<std::int64_t>(t.shape, t.shape + t.ndim);
-  info["strides"] = t.strides == nullptr ? py::object(py::none())
-                                         : py::object(py::cast(std::vector<std::int64_t>(t.strides, t.strides + t.ndim)));
+  info["strides"] =
+      t.strides == nullptr
+          ? py::object(py::none())
+          : py::object(py::cast(std::vector<std::int64_t>(t.strides, t.strides + t.ndim)));
   info["versioned"] = imported->versioned;
   info["version"] = py::make_tuple(imported->major, imported->minor);
   info["flags"] = imported->flags;
@@ -805,7 +838,8 @@ py::dict describe(const py::object& object, const py::object& stream) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace course::m3_02;
-  m.doc() = "m3.02: a library-owned float32 buffer exchanged through DLPack, and an in-place import";
+  m.doc() =
+      "m3.02: a library-owned float32 buffer exchanged through DLPack, and an in-place import";
   m.attr("WITH_CUDA") = static_cast<bool>(COURSE_WITH_CUDA);
 #if COURSE_DLPACK_VERSIONED
   m.attr("DLPACK_HEADER_VERSION") = py::make_tuple(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
@@ -816,32 +850,41 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def(py::init<std::vector<std::int64_t>, const std::string&, bool>(), py::arg("shape"),
            py::arg("device") = "cpu", py::arg("read_only") = false)
       .def("__dlpack__", &Buffer::dlpack, py::kw_only(), py::arg("stream") = py::none(),
-           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
+           py::arg("copy") = py::none())
       .def("__dlpack_device__", &Buffer::dlpack_device)
-      .def("view_from", [](const Buffer& self, std::int64_t row) { return Buffer(self, row); }, py::arg("row"),
-           "the rows [row:] of this buffer: the same memory, row rows further in")
-      .def("fill", &Buffer::fill, py::arg("value"), "writes value everywhere (on the library's stream)")
+      .def(
+          "view_from", [](const Buffer& self, std::int64_t row) { return Buffer(self, row); },
+          py::arg("row"), "the rows [row:] of this buffer: the same memory, row rows further in")
+      .def("fill", &Buffer::fill, py::arg("value"),
+           "writes value everywhere (on the library's stream)")
       .def("fill_slowly", &Buffer::fill_slowly, py::arg("value"), py::arg("seconds") = 0.15,
            "CUDA: spins `seconds` on the library's stream, then writes value; returns at once")
       .def("synchronize", &Buffer::synchronize, "waits for the library's stream")
       .def("read", &Buffer::read, "the elements, as the library reads them (flattened)")
       .def_property_readonly("ptr", &Buffer::ptr)
       .def_property_readonly("stream", &Buffer::stream_handle)
-      .def_property_readonly("shape", [](const Buffer& self) { return py::tuple(py::cast(self.shape())); })
+      .def_property_readonly("shape",
+                             [](const Buffer& self) { return py::tuple(py::cast(self.shape())); })
       .def_property_readonly("nbytes", &Buffer::nbytes)
       .def_property_readonly("read_only", &Buffer::read_only);
   m.def("add_in_place", &add_in_place, py::arg("target"), py::arg("addend"), py::kw_only(),
-        py::arg("stream") = py::none(), "target += addend in place, for any DLPack producers or capsules");
+        py::arg("stream") = py::none(),
+        "target += addend in place, for any DLPack producers or capsules");
   m.def("describe", &describe, py::arg("object"), py::kw_only(), py::arg("stream") = py::none(),
         "imports, reports what the capsule says, and releases it");
-  m.def("stats", [] {
-    py::dict d;
-    d["live_buffers"] = g_live_storages.load();
-    d["exports"] = g_exports.load();
-    d["released"] = g_released.load();
-    return d;
-  }, "counters: buffers alive, exports made, exports released (deleter calls)");
-  m.def("_testing_skip_stream_wait", [](bool skip) { g_skip_stream_wait = skip; }, py::arg("skip"),
-        "tests only: export without the event wait, to show the race it prevents");
+  m.def(
+      "stats",
+      [] {
+        py::dict d;
+        d["live_buffers"] = g_live_storages.load();
+        d["exports"] = g_exports.load();
+        d["released"] = g_released.load();
+        return d;
+      },
+      "counters: buffers alive, exports made, exports released (deleter calls)");
+  m.def(
+      "_testing_skip_stream_wait", [](bool skip) { g_skip_stream_wait = skip; }, py::arg("skip"),
+      "tests only: export without the event wait, to show the race it prevents");
 }
 // ---- end of given
