@@ -15,7 +15,6 @@ import ctypes
 import gc
 import os
 import sys
-import time
 import unittest
 
 import torch
@@ -632,7 +631,9 @@ class ImportCudaTest(CudaTestCase):
                 y = random_tensor(shape, SEED + 41 + 2 * i, device="cuda")
                 expected = x + y
                 pointer = x.data_ptr()
-                call(lambda: lib().add_in_place(x, y, stream=torch.cuda.current_stream().cuda_stream), HINT_E)
+                # torch calls the legacy default stream 0; DLPack calls it 1 (0 is not allowed).
+                stream = torch.cuda.current_stream().cuda_stream or 1
+                call(lambda: lib().add_in_place(x, y, stream=stream), HINT_E)
                 self.assertEqual(x.data_ptr(), pointer)
                 testing.assert_close(x, expected, what=f"add_in_place on cuda {list(shape)}",
                                      hint=f"{HINT_F}; {HINT_G}; {HINT_M1_01}")
