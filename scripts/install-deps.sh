@@ -12,6 +12,8 @@
 #   pybind11-dev         pybind11's headers: torch/extension.h includes them, and Debian's
 #                        libtorch-dev only recommends the package (m3.01, m3.02, the harness)
 #   python3-numpy        a second DLPack producer and consumer for m3.02's CPU tests
+#   python3-pip, python3-setuptools, python3-wheel   build and install m3.01's wheel
+#                        (pip wheel --no-build-isolation, pip install --target) in its tests
 #   cuobjdump, nvdisasm  read compiled GPU machine code (the SASS checks, e.g. m2.05's 128-bit
 #                        loads). They come with the full CUDA toolkit; where it lacks them,
 #                        NVIDIA's pip packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm do.
@@ -21,7 +23,8 @@ SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 packages=(cmake g++ make googletest libgtest-dev libgmock-dev libbenchmark-dev python3
-          python3-torch libtorch-dev ninja-build python3-pytest pybind11-dev python3-numpy)
+          python3-torch libtorch-dev ninja-build python3-pytest pybind11-dev python3-numpy
+          python3-pip python3-setuptools python3-wheel)
 $SUDO apt-get update
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
 

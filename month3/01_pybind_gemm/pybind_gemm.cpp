@@ -150,6 +150,7 @@ void launcher_loop(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, std:
 COURSE_TORCH_LIBRARY(m) {
   // TODO(m3.01d): declare the operator's schema, as m1.05 did:
   //   m.def("gemm(Tensor a, Tensor b, float alpha=1.0) -> Tensor");
+  (void)m;
 }
 
 COURSE_TORCH_LIBRARY_IMPL(CUDA, m) {
@@ -157,6 +158,7 @@ COURSE_TORCH_LIBRARY_IMPL(CUDA, m) {
   //   m.impl("gemm", &gemm_op);
   // (No CPU kernel: the dispatcher itself rejects CPU tensors. The registration needs no
   // GPU, so it is in every build.)
+  (void)m;
 }
 
 }  // namespace course::m3_01
