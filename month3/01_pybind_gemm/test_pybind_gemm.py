@@ -13,6 +13,7 @@ run without one (the input checks, the binding, the registration, the wheel), so
 you on any machine. Tests that need a newer PyTorch (torch.compile, opcheck) skip with the
 reason on older ones.
 """
+import importlib.util
 import json
 import os
 import re
@@ -146,8 +147,9 @@ def bad_inputs(device):
     """(description, call, what the message must mention, values it must show).
 
     Every case but the device is checked before the device, so that these run on the CPU.
-    Where a size is wrong the bad tensor is the larger one, so that a version without the
-    checks reads inside its arrays on the GPU instead of crashing the process.
+    The tensors are small: a version without the checks that reads or writes a few elements
+    past one stays inside the caching allocator's 512-byte block on the GPU, and fails the
+    test instead of crashing the process.
     """
     def t(shape, seed, dtype=torch.float32):
         return random_tensor(shape, seed, device=device).to(dtype)
@@ -326,12 +328,12 @@ print("REPORT " + json.dumps(report))
 
 
 def _can_build_wheels():
-    try:
-        import pip  # noqa: F401
-        import setuptools  # noqa: F401
-        import wheel  # noqa: F401
-    except ImportError as error:
-        return False, f"building a wheel needs pip, setuptools and wheel ({error}); Debian: python3-pip"
+    # Looked up, not imported: importing setuptools after PyTorch has imported the standard
+    # library's distutils trips setuptools' distutils check. pip runs them in its own process.
+    missing = [name for name in ("pip", "setuptools", "wheel") if importlib.util.find_spec(name) is None]
+    if missing:
+        return False, (f"building a wheel needs pip, setuptools and wheel; this Python lacks {missing} "
+                       "(Debian: python3-pip python3-setuptools python3-wheel)")
     return True, ""
 
 
