@@ -99,29 +99,32 @@ def tflops(n):
     return lambda ms: 2.0 * n ** 3 / (ms * 1e-3) / 1e12
 
 
+def bench_gemm_size(rows, timer, modules, n, family, dtype, label):
+    """The rows of one size and precision; the tensors are freed when it returns."""
+    generator = torch.Generator(device="cuda").manual_seed(testing.SEED + n)
+    a = (torch.rand(n, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
+    b = (torch.rand(n, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
+    check = checker(torch.matmul(a.double(), b.double()), dtype, n)
+    size = f"n:{n}"
+    torch_label = "fp32, TF32 off" if dtype == torch.float32 else "fp16 in, fp16 out, fp32 accumulate"
+    benchmarking.measure(rows, timer, f"{family}/torch_matmul/{size}", lambda: torch.matmul(a, b), check,
+                         TFLOPS=tflops(n), label=torch_label)
+    out = torch.empty(n, n, device="cuda")
+    for impl, module in modules.items():
+        name = f"{family}/{impl}/{size}"
+        if module is None:
+            rows.append({"name": name, "error": f"the {impl} extension did not load"})
+            continue
+        # out= preallocated: the same allocation-free call a training loop would make.
+        benchmarking.measure(rows, timer, name, lambda: module.optimized_gemm(a, b, out=out), check,
+                             TFLOPS=tflops(n), label=label + ", out=")
+
+
 def bench_gemm(rows, args, timer, modules):
     for n in args.sizes:
         for family, dtype, label in (("gemm_fp32", torch.float32, "fp32 in, fp32 out"),
-                                     ("gemm_fp16", torch.float16, "fp16 in, fp32 accumulate")):
-            generator = torch.Generator(device="cuda").manual_seed(testing.SEED + n)
-            a = (torch.rand(n, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
-            b = (torch.rand(n, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
-            expected = torch.matmul(a.double(), b.double())
-            check = checker(expected, dtype, n)
-            size = f"n:{n}"
-            torch_label = "fp32, TF32 off" if dtype == torch.float32 else "fp16 in, fp16 out, fp32 accumulate"
-            benchmarking.measure(rows, timer, f"{family}/torch_matmul/{size}", lambda: torch.matmul(a, b), check,
-                                 TFLOPS=tflops(n), label=torch_label)
-            out = torch.empty(n, n, device="cuda")
-            for impl, module in modules.items():
-                name = f"{family}/{impl}/{size}"
-                if module is None:
-                    rows.append({"name": name, "error": f"the {impl} extension did not load"})
-                    continue
-                # out= preallocated: the same allocation-free call a training loop would make.
-                benchmarking.measure(rows, timer, name, lambda: module.optimized_gemm(a, b, out=out), check,
-                                     TFLOPS=tflops(n), label=label + " out")
-            del a, b, expected, out
+                                     ("gemm_fp16", torch.float16, "fp16 in, fp32 accumulate, fp32 out")):
+            bench_gemm_size(rows, timer, modules, n, family, dtype, label)
             torch.cuda.empty_cache()
 
 
