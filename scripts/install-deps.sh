@@ -13,6 +13,8 @@
 #                        libtorch-dev only recommends the package (m3.01, m3.02, the harness)
 #   python3-numpy        a second DLPack producer and consumer for m3.02's CPU tests
 #   clang-format         checks that the solutions follow .clang-format (ctest course/clang_format)
+#   python3-pip, python3-setuptools, python3-wheel   build and install m3.01's wheel
+#                        (pip wheel --no-build-isolation, pip install --target) in its tests
 #   cuobjdump, nvdisasm  read compiled GPU machine code (the SASS checks, e.g. m2.05's 128-bit
 #                        loads). They come with the full CUDA toolkit; where it lacks them,
 #                        NVIDIA's pip packages nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm do.
@@ -23,7 +25,7 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 packages=(cmake g++ make googletest libgtest-dev libgmock-dev libbenchmark-dev python3
           python3-torch libtorch-dev ninja-build python3-pytest pybind11-dev python3-numpy
-          clang-format)
+          clang-format python3-pip python3-setuptools python3-wheel)
 $SUDO apt-get update
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
 

@@ -9,7 +9,8 @@
 - assert_close(): like torch.testing.assert_close, but the message names the case, the
   TODO to look at, and lists the first mismatching elements with their indices, as the
   C++ verify() does.
-- tolerance(): dtype-aware tolerances, growing with the length of a dot product.
+- tolerance(): dtype-aware tolerances, growing with the length of a dot product;
+  gemm_tolerance(): the GEMM tests' tolerance, the twin of the C++ course::gemm_tolerance.
 - CudaTestCase / cuda_status(): CUDA test classes skip themselves, with the reason.
 - LazyExtension: builds the extension on first use; when the build fails, the first test
   shows the compiler's error and the others say that the build failed.
@@ -56,6 +57,25 @@ def tolerance(dtype, reduction_size=1):
     growth = math.sqrt(max(1, reduction_size))
     rtol = 8.0 * eps * growth
     return rtol, rtol
+
+
+# torch.testing.assert_close's (rtol, atol) per dtype, as in common/include/course/verify.h.
+_BASE_TOLERANCE = {torch.float64: (1e-7, 1e-7), torch.float32: (1.3e-6, 1e-5),
+                   torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5)}
+
+
+def gemm_tolerance(input_dtype, k):
+    """(rtol, atol) for a GEMM that accumulates in float32, against a float64 reference
+    computed from the same (already rounded) inputs, with inputs in [-1, 1] and |alpha| <= 2.
+
+    The Python twin of course::gemm_tolerance (common/include/course/gemm_reference.h), so
+    the Python and C++ tests of one kernel agree: the dtype's relative tolerance (float16 and
+    bfloat16 inputs: their products are exact in float32, the output rounding is not), plus
+    an absolute term of 8 units of float32 rounding per product summed, 8 * 2^-24 * k.
+    """
+    rtol, atol = _BASE_TOLERANCE.get(input_dtype, _BASE_TOLERANCE[torch.float32])
+    unit_roundoff = 2.0 ** -53 if input_dtype == torch.float64 else 2.0 ** -24
+    return rtol, atol + 8.0 * unit_roundoff * max(int(k), 1)
 
 
 def mismatches(actual, expected, rtol, atol, limit=8):

@@ -77,6 +77,16 @@ class TestingHelpersTest(unittest.TestCase):
         self.assertLess(fp32, fp16)
         self.assertAlmostEqual(testing.tolerance(torch.float32, 4096)[0] / fp32, math.sqrt(4096))
 
+    def test_gemm_tolerance_matches_the_cpp_one(self):
+        # course::gemm_tolerance(fp32, 1000) and (fp16, 4096): base atol + 8 * 2^-24 * K.
+        rtol, atol = testing.gemm_tolerance(torch.float32, 1000)
+        self.assertEqual(rtol, 1.3e-6)
+        self.assertAlmostEqual(atol, 1e-5 + 8.0 * 1000 / 2 ** 24)
+        rtol, atol = testing.gemm_tolerance(torch.float16, 4096)
+        self.assertEqual(rtol, 1e-3)
+        self.assertAlmostEqual(atol, 1e-5 + 8.0 * 4096 / 2 ** 24)
+        self.assertEqual(testing.gemm_tolerance(torch.float32, 0), testing.gemm_tolerance(torch.float32, 1))
+
     def test_lazy_extension_builds_once_and_remembers_a_failure(self):
         calls = []
         lazy = testing.LazyExtension(lambda: calls.append(1) or "built", "probe")
