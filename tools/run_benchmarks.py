@@ -91,8 +91,16 @@ def find_cpp_benchmarks(build_dir, name_filter):
 
 
 def python_benchmark_id(script):
-    """month1/05_torch_extension/bench_x.py -> m1_05_torch_extension, like the C++ ids."""
-    return f"{script.parent.parent.name.replace('month', 'm')}_{script.parent.name}"
+    """month1/05_torch_extension/bench_x.py -> m1_05_torch_extension, like the C++ ids.
+
+    An exercise that also has a C++ benchmark (a bench_*.cu, whose results are <id>.json)
+    names its Python one after the script instead, so neither overwrites the other:
+    month3/03_direct_conv/bench_direct_conv_torch.py -> m3_03_direct_conv_torch."""
+    month = script.parent.parent.name.replace("month", "m")
+    if any(script.parent.glob("bench_*.cu")):
+        number = script.parent.name.split("_", 1)[0]
+        return f"{month}_{number}_{script.stem[len('bench_'):]}"
+    return f"{month}_{script.parent.name}"
 
 
 def torch_python(build_dir):

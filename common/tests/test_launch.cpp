@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "course/launch.h"
@@ -34,6 +36,23 @@ TEST(Require, ThrowsWithTheFunctionName) {
   } catch (const std::invalid_argument& error) {
     EXPECT_STREQ(error.what(), "vector_add: n must be >= 0, got -3");
   }
+}
+
+TEST(GridBlocks1d, RoundsUpAndChecksTheLimitInX) {
+  EXPECT_EQ(course::grid_blocks_1d("f", 0, 256), 0u);
+  EXPECT_EQ(course::grid_blocks_1d("f", 1, 256), 1u);
+  EXPECT_EQ(course::grid_blocks_1d("f", 1000, 256), 4u);
+  // The most a grid may hold in x, and one block more.
+  EXPECT_EQ(course::grid_blocks_1d("f", course::kMaxGridBlocksX * 256, 256), 2147483647u);
+  try {
+    course::grid_blocks_1d("conv", course::kMaxGridBlocksX * 256 + 1, 256);
+    FAIL() << "a grid of 2^31 blocks was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("conv: "), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("2147483648 blocks"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(course::grid_blocks_1d("f", -1, 256), std::invalid_argument);
+  EXPECT_THROW(course::grid_blocks_1d("f", 10, 0), std::invalid_argument);
 }
 
 }  // namespace

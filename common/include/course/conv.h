@@ -128,4 +128,26 @@ inline void require_conv_arguments(const char* function, const ConvShape& s) {
           function, "every tensor must have fewer than 2^31 elements" + shape);
 }
 
+// The signature every forward-convolution launcher of month 3 shares (m3.03, m3.04):
+// y = conv2d(x, w) + bias, all device pointers in the launcher's layout, `bias` either null
+// (no bias) or K values, the work queued on `stream`. ConvFnOf<__half> is the form for
+// kernels whose x and w are float16 (their y and bias stay float32).
+template <typename Input>
+using ConvFnOf = void (*)(const ConvShape& shape, const Input* x, const Input* w,
+                          const float* bias, float* y, cudaStream_t stream);
+using ConvFn = ConvFnOf<float>;
+
+// The pointer contract of every convolution launcher, checked after require_conv_arguments:
+// w is never empty (K, C, R, S >= 1) and must not be null; x and y are empty exactly when
+// N == 0, and then may be null (there is nothing to read or write). `bias` may always be
+// null: no bias. Throws std::invalid_argument naming `function` and the null pointer.
+inline void require_conv_pointers(const char* function, const ConvShape& s, const void* x,
+                                  const void* w, const void* y) {
+  require(w != nullptr, function, "w must be a device pointer, got null (" + to_string(s) + ")");
+  require(s.N == 0 || x != nullptr, function,
+          "x must be a device pointer, got null (" + to_string(s) + ")");
+  require(s.N == 0 || y != nullptr, function,
+          "y must be a device pointer, got null (" + to_string(s) + ")");
+}
+
 }  // namespace course

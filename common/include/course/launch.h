@@ -53,6 +53,26 @@ inline void require_grid_y(long long blocks_y, const char* function, const std::
               " blocks in y, the grid's limit");
 }
 
+// The blocks of a one-dimensional grid that gives each of `items` work items its own thread:
+// ceil_div(items, threads_per_block), checked against the grid's limit in x, 2^31 - 1 blocks
+// (in y and z it is only 65535, which is why one-thread-per-item launches use x). Throws
+// std::invalid_argument naming `function` and the counts when the grid would be larger.
+// The kernel computes its index in 64 bits, blockIdx.x * (std::int64_t)blockDim.x +
+// threadIdx.x: in the last block that product can pass 2^31 - 1 even when `items` does not.
+//   const unsigned blocks = grid_blocks_1d("my_launcher", n, 256);   // n = 1000: 4 blocks
+constexpr std::int64_t kMaxGridBlocksX = 2147483647;  // gridDim.x's limit (compute capability >= 3.0)
+inline unsigned int grid_blocks_1d(const char* function, std::int64_t items, int threads_per_block) {
+  require(items >= 0, function, "the number of items must be >= 0, got " + std::to_string(items));
+  require(threads_per_block >= 1, function,
+          "threads per block must be >= 1, got " + std::to_string(threads_per_block));
+  const std::int64_t blocks = ceil_div(items, threads_per_block);
+  require(blocks <= kMaxGridBlocksX, function,
+          std::to_string(items) + " items at " + std::to_string(threads_per_block) +
+              " threads per block need " + std::to_string(blocks) +
+              " blocks, more than a grid's 2^31 - 1 in x");
+  return static_cast<unsigned int>(blocks);
+}
+
 // Blocks that fill the GPU once: multiprocessors times the blocks of `kernel` (at this
 // block size) one multiprocessor holds at the same time. The occupancy calculator knows
 // every limit that applies (threads, blocks, registers and shared memory per multiprocessor)
