@@ -41,7 +41,8 @@ void check_gemm_inputs(const char* name, const at::Tensor& a, const at::Tensor& 
   // TODO(m3.01b): reject what the kernels cannot handle, one TORCH_CHECK(condition, message
   // parts...) per rule, in this order (README.md's table says why each one matters). Start
   // every message with `name` and ": ", and show the value that came, e.g.
-  //   TORCH_CHECK(a.dim() == 2, name, ": a must be 2-D [M, K], got shape ", shape_string(a.sizes()));
+  //   TORCH_CHECK(a.dim() == 2, name, ": a must be 2-D [M, K], got shape ",
+  //   shape_string(a.sizes()));
   //   1. a and b both float32 or both float16 (a.scalar_type() == at::kFloat / at::kHalf);
   //      show both with dtype_string(a), dtype_string(b);
   //   2. a and b 2-D ("2-D", and the shape);
@@ -71,22 +72,27 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   //   4. the result: *out when out.has_value(), else a new float32 [M, N] tensor on a's device:
   //      at::empty({M, N}, a.options().dtype(at::kFloat));
   //   5. the stream: const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  //   6. float32 inputs: course::impl::sgemm_2d_register_tile(M, N, K, alpha, A, B, beta, C, stream)
-  //      with A = a.data_ptr<float>(), ..., beta = 0.0f (C is only written), C = c.data_ptr<float>();
-  //      float16 inputs: course::impl::mma_gemm with the same arguments, A and B as
-  //      reinterpret_cast<const __half*>(a.data_ptr<at::Half>()) (the same 16 bits);
+  //   6. float32 inputs: course::impl::sgemm_2d_register_tile(M, N, K, alpha, A, B, beta, C,
+  //   stream)
+  //      with A = a.data_ptr<float>(), ..., beta = 0.0f (C is only written), C =
+  //      c.data_ptr<float>(); float16 inputs: course::impl::mma_gemm with the same arguments, A and
+  //      B as reinterpret_cast<const __half*>(a.data_ptr<at::Half>()) (the same 16 bits);
   //   7. return the result.
   // The placeholder below returns a tensor nothing has written.
   (void)b_in, (void)alpha;
-  return out.has_value() ? *out : at::empty({a_in.size(0), b_in.size(1)}, a_in.options().dtype(at::kFloat));
+  return out.has_value()
+             ? *out
+             : at::empty({a_in.size(0), b_in.size(1)}, a_in.options().dtype(at::kFloat));
 }
 #endif
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
 #if !COURSE_WITH_CUDA
 // A build without CUDA (PyTorch without CUDA, or no nvcc) has the checks but no kernels.
-at::Tensor launch_gemm(const at::Tensor&, const at::Tensor&, double, const c10::optional<at::Tensor>&) {
-  TORCH_CHECK(false, "optimized_gemm: this extension was built without its GPU kernels (this "
+at::Tensor launch_gemm(const at::Tensor&, const at::Tensor&, double,
+                       const c10::optional<at::Tensor>&) {
+  TORCH_CHECK(false,
+              "optimized_gemm: this extension was built without its GPU kernels (this "
               "PyTorch has no CUDA, or nvcc was not found), so it cannot multiply; every tensor "
               "passed the input checks");
   return at::Tensor();  // not reached
@@ -129,7 +135,8 @@ void launcher_loop(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, std:
 #if COURSE_WITH_CUDA
   const c10::cuda::CUDAGuard device_guard(a.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)), N = static_cast<int>(b.size(1));
+  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)),
+            N = static_cast<int>(b.size(1));
   for (std::int64_t i = 0; i < calls; ++i) {
     if (a.scalar_type() == at::kFloat) {
       course::impl::sgemm_2d_register_tile(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(),
@@ -167,17 +174,22 @@ COURSE_TORCH_LIBRARY_IMPL(CUDA, m) {
 // defines it to the name the module is imported under (the loader's name, or the wheel's
 // course_gemm._C), and Python looks for the function PyInit_<that name> in the library.
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "Exercise m3.01: the month-2 GEMMs (m2.05 SGEMM, m2.07 tensor-core GEMM) for torch tensors";
+  m.doc() =
+      "Exercise m3.01: the month-2 GEMMs (m2.05 SGEMM, m2.07 tensor-core GEMM) for torch tensors";
   // TODO(m3.01a): bind course::m3_01::optimized_gemm as "optimized_gemm", with
   //   - a docstring (a string after the function): what it computes, for which dtypes;
   //   - its arguments named, a and b positional, alpha and out keyword-only with defaults:
-  //       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("alpha") = 1.0, py::arg("out") = py::none()
+  //       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("alpha") = 1.0, py::arg("out") =
+  //       py::none()
   //     (py::kw_only() is the `*` of a Python signature; None becomes an empty c10::optional);
   //   - the GIL released during the call: py::call_guard<py::gil_scoped_release>().
-  // That is m.def("optimized_gemm", &course::m3_01::optimized_gemm, "docstring", py::arg("a"), ...);
+  // That is m.def("optimized_gemm", &course::m3_01::optimized_gemm, "docstring", py::arg("a"),
+  // ...);
   // ---- given: the same in the skeleton and the solution (./course check compares) ----
-  m.def("_gil_was_held_during_last_call", [] { return course::m3_01::gil_held_during_last_call.load(); },
-        "1 if the last optimized_gemm call ran holding the GIL, 0 if not, -1 before any call");
+  m.def(
+      "_gil_was_held_during_last_call",
+      [] { return course::m3_01::gil_held_during_last_call.load(); },
+      "1 if the last optimized_gemm call ran holding the GIL, 0 if not, -1 before any call");
   m.def("_launcher_loop", &course::m3_01::launcher_loop,
         "calls the month-2 launcher `calls` times on the current stream (benchmark only)",
         py::arg("a"), py::arg("b"), py::arg("c"), py::arg("calls"),

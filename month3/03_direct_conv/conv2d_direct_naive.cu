@@ -32,8 +32,7 @@ __global__ void __launch_bounds__(kThreads)
   const int P = s.P(), Q = s.Q();
   const std::int64_t total = static_cast<std::int64_t>(s.N) * s.K * P * Q;
   // 64 bits: in the last block this can pass 2^31 - 1 even though total does not.
-  const std::int64_t index =
-      static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= total) return;  // the last block's spare threads
 
   // TODO(m3.03a): undo y's NCHW offset, index = ((n * K + k) * P + p) * Q + q, into the
@@ -44,7 +43,8 @@ __global__ void __launch_bounds__(kThreads)
   // TODO(m3.03b): the loop nest. For c = 0 .. C-1, r = 0 .. R-1, t = 0 .. S-1: the input
   // row h = p * stride_h - pad_h + r * dilation_h and column col = q * stride_w - pad_w +
   // t * dilation_w; when 0 <= h < H and 0 <= col < W add
-  //   x[conv_input_index(ConvLayout::nchw, s, n, c, h, col)] * w[conv_weight_index(..., k, c, r, t)]
+  //   x[conv_input_index(ConvLayout::nchw, s, n, c, h, col)] * w[conv_weight_index(..., k, c, r,
+  //   t)]
   // to a float sum (outside the image it is padding: skip the tap, never read x there).
   // Then add bias[k] if bias is not null, and store the sum at y[index].
   (void)x, (void)w, (void)bias, (void)y;
@@ -52,8 +52,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace direct_naive
 
-void conv2d_direct_naive(const ConvShape& shape, const float* x, const float* w,
-                         const float* bias, float* y, cudaStream_t stream) {
+void conv2d_direct_naive(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                         float* y, cudaStream_t stream) {
   using namespace direct_naive;
   // ---- given: the same in the skeleton and the solution (./course check compares) ----
   constexpr const char* function = "conv2d_direct_naive";

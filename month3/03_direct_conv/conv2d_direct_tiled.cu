@@ -41,7 +41,7 @@ constexpr int kPixelsPerThread = 4, kChannelsPerThread = 8;
 constexpr int kPixelGroups = kTileP * kTileQ / kPixelsPerThread;  // 16
 constexpr int kChannelGroups = kTileK / kChannelsPerThread;       // 8
 constexpr int kThreads = kPixelGroups * kChannelGroups;           // 128
-[[maybe_unused]] constexpr int kWarps = kThreads / 32;  // the warps copy the weights
+[[maybe_unused]] constexpr int kWarps = kThreads / 32;            // the warps copy the weights
 // Input channels per step, and the shared memory a block may use (48 KiB: the most a block
 // gets without opting in; smaller also lets more blocks share a multiprocessor).
 constexpr int kMaxChannelChunk = 8;
@@ -98,8 +98,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor)
                                const float* __restrict__ w, const float* __restrict__ bias,
                                float* __restrict__ y) {
   extern __shared__ float shared[];
-  [[maybe_unused]] float* patch = shared;                                                  // [chunk][patch_h][patch_w]
-  [[maybe_unused]] float* weights = shared + config.chunk * config.patch_h * config.patch_w;  // [kTileK][weight_stride]
+  [[maybe_unused]] float* patch = shared;  // [chunk][patch_h][patch_w]
+  [[maybe_unused]] float* weights =
+      shared + config.chunk * config.patch_h * config.patch_w;  // [kTileK][weight_stride]
   const int patch_pixels = config.patch_h * config.patch_w;
   const int taps = s.R * s.S;
 
@@ -132,8 +133,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor)
   const int k_local0 = channel_group * kChannelsPerThread;
   const int warp = tid / 32, lane = tid % 32;
 
-  [[maybe_unused]] float acc[kChannelsPerThread][kPixelsPerThread] = {};  // the register tile, y before bias
-// ---- end of given ----
+  [[maybe_unused]] float acc[kChannelsPerThread][kPixelsPerThread] =
+      {};  // the register tile, y before bias
+           // ---- end of given ----
 
   // Silences "declared but never referenced" until the TODOs use these.
   (void)patch_pixels, (void)taps, (void)h0, (void)w0;
@@ -189,8 +191,8 @@ bool conv2d_direct_tiled_fits(const ConvShape& shape) {
   return direct_tiled::tiled_config(shape).chunk >= 1;
 }
 
-void conv2d_direct_tiled(const ConvShape& shape, const float* x, const float* w,
-                         const float* bias, float* y, cudaStream_t stream) {
+void conv2d_direct_tiled(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                         float* y, cudaStream_t stream) {
   using namespace direct_tiled;
   constexpr const char* function = "conv2d_direct_tiled";
   require_conv_arguments(function, shape);

@@ -90,12 +90,12 @@ inline std::string check_conv_bench_result(const ConvBenchProblem& p, const std:
   for (std::size_t i = 0; i < y.size(); ++i) {
     if (!std::isfinite(y[i])) {
       return "output " + std::to_string(i) + " is " +
-             (course::detail::is_poison(y[i]) ? "never written (still NaN)" : "inf or NaN");
+             (course::is_poison(y[i]) ? "never written (still NaN)" : "inf or NaN");
     }
   }
   std::vector<float> got(p.sampled.size());
   for (std::size_t i = 0; i < got.size(); ++i) got[i] = y[static_cast<std::size_t>(p.sampled[i])];
-  const ::testing::AssertionResult check =
+  const VerifyResult check =
       verify(got, p.reference, conv_tolerance(Dtype::fp32, p.shape.gemm_k()));
   if (!check) return std::string("sampled outputs (the [indices] count the sample): ") + check.message();
   return "";

@@ -84,11 +84,10 @@ inline void expect_conv_matches_reference(ConvFn conv, const ConvShape& s, bool 
       with_bias ? random_uniform<float>(static_cast<std::size_t>(s.K), seed + 2) : std::vector<float>();
   const std::size_t outputs = static_cast<std::size_t>(s.output_elements());
 
-  GuardedDeviceBuffer<float> device_x(x.size()), device_w(w.size()), device_bias(bias.size()),
-      device_y(outputs);
-  device_x.upload(x);
-  device_w.upload(w);
-  device_bias.upload(bias);
+  auto device_x = GuardedBuffer<float>::from_host(x);
+  auto device_w = GuardedBuffer<float>::from_host(w);
+  auto device_bias = GuardedBuffer<float>::from_host(bias);
+  GuardedBuffer<float> device_y(outputs);
   // cudaMemset and cudaMemcpy from pageable memory may still be running when they return,
   // and a non-blocking `stream` would not wait for them.
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -103,17 +102,16 @@ inline void expect_conv_matches_reference(ConvFn conv, const ConvShape& s, bool 
     return;
   }
 
-  const std::vector<float> all = device_y.download_all();
-  if (!device_y.guard_before_intact(all)) {
-    ADD_FAILURE() << what.str() << ": the kernel wrote before the start of y (a negative "
-                  << "index?). " << hint;
+  const auto contents = device_y.download();
+  if (contents.first_stray_write && *contents.first_stray_write < 0) {
+    ADD_FAILURE() << what.str() << ": the kernel wrote before the start of y, at y["
+                  << *contents.first_stray_write << "] (a negative index?). " << hint;
+  } else if (contents.first_stray_write) {
+    ADD_FAILURE() << what.str() << ": the kernel wrote past the end of y, at y["
+                  << *contents.first_stray_write << "]: outputs with k >= K, p >= P or "
+                  << "q >= Q (the spare threads of partial tiles) must not be written. " << hint;
   }
-  if (!device_y.guard_after_intact(all)) {
-    ADD_FAILURE() << what.str() << ": the kernel wrote past the end of y: outputs with "
-                  << "k >= K, p >= P or q >= Q (the spare threads of partial tiles) must not "
-                  << "be written. " << hint;
-  }
-  const std::vector<float> y = device_y.inside(all);
+  const std::vector<float>& y = contents.values;
 
   const bool full = conv_check_is_full(s);
   std::vector<std::int64_t> checked;
@@ -131,7 +129,7 @@ inline void expect_conv_matches_reference(ConvFn conv, const ConvShape& s, bool 
                     << " outputs are not finite, the first "
                     << describe_conv_output(s, static_cast<std::int64_t>(first)) << " = "
                     << y[first]
-                    << (detail::is_poison(y[first]) ? " (never written: still the poison value)"
+                    << (is_poison(y[first]) ? " (never written: still the poison value)"
                                                     : "")
                     << ". " << hint;
       return;
@@ -194,7 +192,7 @@ void expect_conv_rejects(const Call& call, const std::string& what,
 // contract (course/conv.h: require_conv_arguments, require_conv_pointers).
 inline void expect_conv_rejects_bad_arguments(ConvFn conv, const std::string& function,
                                               const char* hint) {
-  GuardedDeviceBuffer<float> buffer(4096);  // stands in for x, w and y: nothing may touch it
+  GuardedBuffer<float> buffer(4096);  // stands in for x, w and y: nothing may touch it
   float* p = buffer.data();
   const ConvShape good = conv_shape(2, 3, 8, 8, 4, 3, 3, 1, 1);
   struct Bad {
@@ -243,9 +241,9 @@ inline void expect_conv_rejects_bad_arguments(ConvFn conv, const std::string& fu
     ADD_FAILURE() << "N = 0 is an empty batch, not an error: " << error.what() << " " << hint;
   }
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> all = buffer.download_all();
-  bool untouched = true;
-  for (const float value : all) untouched = untouched && detail::is_poison(value);
+  const auto contents = buffer.download();
+  bool untouched = !contents.first_stray_write;
+  for (const float value : contents.values) untouched = untouched && is_poison(value);
   EXPECT_TRUE(untouched) << "a rejected call or an N = 0 call wrote to memory. " << hint;
 }
 

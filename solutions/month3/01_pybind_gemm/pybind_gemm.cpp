@@ -42,46 +42,54 @@ void check_gemm_inputs(const char* name, const at::Tensor& a, const at::Tensor& 
   const bool supported = a.scalar_type() == at::kFloat || a.scalar_type() == at::kHalf;
   TORCH_CHECK(supported && b.scalar_type() == a.scalar_type(), name,
               ": a and b must both be float32 (the m2.05 SGEMM) or both float16 (the m2.07 "
-              "tensor-core GEMM), got a ", dtype_string(a), " and b ", dtype_string(b));
+              "tensor-core GEMM), got a ",
+              dtype_string(a), " and b ", dtype_string(b));
   // A GEMM multiplies matrices; batches (3-D) are not this function's job. Check the rank
   // before size(1): size(1) of a 1-D tensor throws an IndexError instead.
   TORCH_CHECK(a.dim() == 2, name, ": a must be 2-D [M, K], got shape ", shape_string(a.sizes()));
   TORCH_CHECK(b.dim() == 2, name, ": b must be 2-D [K, N], got shape ", shape_string(b.sizes()));
   const std::int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  TORCH_CHECK(b.size(0) == K, name, ": the inner sizes must match (a is [M, K], b is [K, N]), got a ",
-              shape_string(a.sizes()), " and b ", shape_string(b.sizes()), " (K = ",
-              std::to_string(K), " vs ", std::to_string(b.size(0)), ")");
+  TORCH_CHECK(b.size(0) == K, name,
+              ": the inner sizes must match (a is [M, K], b is [K, N]), got a ",
+              shape_string(a.sizes()), " and b ", shape_string(b.sizes()),
+              " (K = ", std::to_string(K), " vs ", std::to_string(b.size(0)), ")");
   // The month-2 launchers take int sizes and index with int: a size that does not fit
   // would wrap around to a negative number (or a wrong positive one).
   TORCH_CHECK(M <= kMaxElements && N <= kMaxElements && K <= kMaxElements &&
                   M * K <= kMaxElements && K * N <= kMaxElements && M * N <= kMaxElements,
-              name, ": every matrix must have fewer than 2^31 elements (the month-2 kernels index "
-              "with int), got M = ", std::to_string(M), ", N = ", std::to_string(N), ", K = ",
-              std::to_string(K));
+              name,
+              ": every matrix must have fewer than 2^31 elements (the month-2 kernels index "
+              "with int), got M = ",
+              std::to_string(M), ", N = ", std::to_string(N), ", K = ", std::to_string(K));
   if (out.has_value()) {
     const at::Tensor& c = *out;
     // The kernels write float32 for both input dtypes (m2.07 accumulates in float32 and
     // stores the accumulators): out must be what they write.
-    TORCH_CHECK(c.scalar_type() == at::kFloat, name,
-                ": out must be float32 (the result is float32 for float32 and float16 inputs), got ",
-                dtype_string(c));
-    TORCH_CHECK(c.dim() == 2 && c.size(0) == M && c.size(1) == N, name, ": out must have shape [M, N] = ",
-                shape_string({M, N}), ", got ", shape_string(c.sizes()));
+    TORCH_CHECK(
+        c.scalar_type() == at::kFloat, name,
+        ": out must be float32 (the result is float32 for float32 and float16 inputs), got ",
+        dtype_string(c));
+    TORCH_CHECK(c.dim() == 2 && c.size(0) == M && c.size(1) == N, name,
+                ": out must have shape [M, N] = ", shape_string({M, N}), ", got ",
+                shape_string(c.sizes()));
     // Inputs may be views (they are copied, see launch_gemm); out may not: the kernels write
     // row-major C in place, and writing into a contiguous copy would leave out unchanged.
-    TORCH_CHECK(c.is_contiguous(), name, ": out must be contiguous (it is written in place), got strides ",
+    TORCH_CHECK(c.is_contiguous(), name,
+                ": out must be contiguous (it is written in place), got strides ",
                 shape_string(c.strides()), " for shape ", shape_string(c.sizes()));
     // The kernels read a and b while they write out: sharing memory would mix the two.
     for (const at::Tensor* input : {&a, &b}) {
       const at::MemOverlapStatus overlap = at::get_overlap_status(c, *input);
-      TORCH_CHECK(overlap != at::MemOverlapStatus::Full && overlap != at::MemOverlapStatus::Partial, name,
-                  ": out must not overlap ", input == &a ? "a" : "b", " (the kernels read the inputs "
+      TORCH_CHECK(overlap != at::MemOverlapStatus::Full && overlap != at::MemOverlapStatus::Partial,
+                  name, ": out must not overlap ", input == &a ? "a" : "b",
+                  " (the kernels read the inputs "
                   "while they write out), got out at the same memory");
     }
   }
   // Last, the device: the kernels run on the GPU and read device pointers. (Checked last so
   // that the rules above are graded on a machine without a GPU too.)
-  TORCH_CHECK(a.is_cuda(), name, ": a must be a CUDA tensor (the kernels run on the GPU), got a on ",
+  TORCH_CHECK(a.is_cuda(), name,
+              ": a must be a CUDA tensor (the kernels run on the GPU), got a on ",
               device_string(a));
   TORCH_CHECK(b.device() == a.device(), name, ": a and b must be on the same device, got a on ",
               device_string(a), " and b on ", device_string(b));
@@ -120,10 +128,9 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
                                          b.data_ptr<float>(), 0.0f, c.data_ptr<float>(), stream);
   } else {
     // at::Half and __half are the same 16 bits: reinterpret the pointers.
-    course::impl::mma_gemm(M, N, K, static_cast<float>(alpha),
-                           reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
-                           reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
-                           c.data_ptr<float>(), stream);
+    course::impl::mma_gemm(
+        M, N, K, static_cast<float>(alpha), reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
+        reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f, c.data_ptr<float>(), stream);
   }
   return c;
 }
@@ -132,8 +139,10 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
 #if !COURSE_WITH_CUDA
 // A build without CUDA (PyTorch without CUDA, or no nvcc) has the checks but no kernels.
-at::Tensor launch_gemm(const at::Tensor&, const at::Tensor&, double, const c10::optional<at::Tensor>&) {
-  TORCH_CHECK(false, "optimized_gemm: this extension was built without its GPU kernels (this "
+at::Tensor launch_gemm(const at::Tensor&, const at::Tensor&, double,
+                       const c10::optional<at::Tensor>&) {
+  TORCH_CHECK(false,
+              "optimized_gemm: this extension was built without its GPU kernels (this "
               "PyTorch has no CUDA, or nvcc was not found), so it cannot multiply; every tensor "
               "passed the input checks");
   return at::Tensor();  // not reached
@@ -176,7 +185,8 @@ void launcher_loop(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, std:
 #if COURSE_WITH_CUDA
   const c10::cuda::CUDAGuard device_guard(a.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)), N = static_cast<int>(b.size(1));
+  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)),
+            N = static_cast<int>(b.size(1));
   for (std::int64_t i = 0; i < calls; ++i) {
     if (a.scalar_type() == at::kFloat) {
       course::impl::sgemm_2d_register_tile(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(),
@@ -210,7 +220,8 @@ COURSE_TORCH_LIBRARY_IMPL(CUDA, m) { m.impl("gemm", &gemm_op); }
 // defines it to the name the module is imported under (the loader's name, or the wheel's
 // course_gemm._C), and Python looks for the function PyInit_<that name> in the library.
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "Exercise m3.01: the month-2 GEMMs (m2.05 SGEMM, m2.07 tensor-core GEMM) for torch tensors";
+  m.doc() =
+      "Exercise m3.01: the month-2 GEMMs (m2.05 SGEMM, m2.07 tensor-core GEMM) for torch tensors";
   // py::arg names the arguments (optimized_gemm(a=..., b=...) works); py::kw_only() makes
   // the ones after it keyword-only, as `*` does in a Python signature; `= value` gives the
   // defaults, and None converts to an empty c10::optional. py::call_guard constructs a
@@ -227,11 +238,13 @@ alpha: scales the product.
 out: an optional float32 [M, N] contiguous CUDA tensor, written in place and returned.
 Returns a float32 [M, N] tensor, for float16 inputs too. Runs on the current CUDA stream,
 with the GIL released. Raises RuntimeError, naming the bad value, for any other input.)doc",
-        py::arg("a"), py::arg("b"), py::kw_only(), py::arg("alpha") = 1.0, py::arg("out") = py::none(),
-        py::call_guard<py::gil_scoped_release>());
+        py::arg("a"), py::arg("b"), py::kw_only(), py::arg("alpha") = 1.0,
+        py::arg("out") = py::none(), py::call_guard<py::gil_scoped_release>());
   // ---- given: the same in the skeleton and the solution (./course check compares) ----
-  m.def("_gil_was_held_during_last_call", [] { return course::m3_01::gil_held_during_last_call.load(); },
-        "1 if the last optimized_gemm call ran holding the GIL, 0 if not, -1 before any call");
+  m.def(
+      "_gil_was_held_during_last_call",
+      [] { return course::m3_01::gil_held_during_last_call.load(); },
+      "1 if the last optimized_gemm call ran holding the GIL, 0 if not, -1 before any call");
   m.def("_launcher_loop", &course::m3_01::launcher_loop,
         "calls the month-2 launcher `calls` times on the current stream (benchmark only)",
         py::arg("a"), py::arg("b"), py::arg("c"), py::arg("calls"),

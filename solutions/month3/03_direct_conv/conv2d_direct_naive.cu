@@ -38,8 +38,7 @@ __global__ void __launch_bounds__(kThreads)
   const int P = s.P(), Q = s.Q();
   const std::int64_t total = static_cast<std::int64_t>(s.N) * s.K * P * Q;
   // 64 bits: in the last block this can pass 2^31 - 1 even though total does not.
-  const std::int64_t index =
-      static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= total) return;  // the last block's spare threads
 
   // Undo y's NCHW offset ((n * K + k) * P + p) * Q + q: q is the fastest index. Every value
@@ -73,8 +72,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace direct_naive
 
-void conv2d_direct_naive(const ConvShape& shape, const float* x, const float* w,
-                         const float* bias, float* y, cudaStream_t stream) {
+void conv2d_direct_naive(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                         float* y, cudaStream_t stream) {
   using namespace direct_naive;
   // ---- given: the same in the skeleton and the solution (./course check compares) ----
   constexpr const char* function = "conv2d_direct_naive";

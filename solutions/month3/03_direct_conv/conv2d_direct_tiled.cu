@@ -42,7 +42,7 @@ constexpr int kPixelsPerThread = 4, kChannelsPerThread = 8;
 constexpr int kPixelGroups = kTileP * kTileQ / kPixelsPerThread;  // 16
 constexpr int kChannelGroups = kTileK / kChannelsPerThread;       // 8
 constexpr int kThreads = kPixelGroups * kChannelGroups;           // 128
-[[maybe_unused]] constexpr int kWarps = kThreads / 32;  // the warps copy the weights
+[[maybe_unused]] constexpr int kWarps = kThreads / 32;            // the warps copy the weights
 // Input channels per step, and the shared memory a block may use (48 KiB: the most a block
 // gets without opting in; smaller also lets more blocks share a multiprocessor).
 constexpr int kMaxChannelChunk = 8;
@@ -99,8 +99,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor)
                                const float* __restrict__ w, const float* __restrict__ bias,
                                float* __restrict__ y) {
   extern __shared__ float shared[];
-  [[maybe_unused]] float* patch = shared;                                                  // [chunk][patch_h][patch_w]
-  [[maybe_unused]] float* weights = shared + config.chunk * config.patch_h * config.patch_w;  // [kTileK][weight_stride]
+  [[maybe_unused]] float* patch = shared;  // [chunk][patch_h][patch_w]
+  [[maybe_unused]] float* weights =
+      shared + config.chunk * config.patch_h * config.patch_w;  // [kTileK][weight_stride]
   const int patch_pixels = config.patch_h * config.patch_w;
   const int taps = s.R * s.S;
 
@@ -133,8 +134,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor)
   const int k_local0 = channel_group * kChannelsPerThread;
   const int warp = tid / 32, lane = tid % 32;
 
-  [[maybe_unused]] float acc[kChannelsPerThread][kPixelsPerThread] = {};  // the register tile, y before bias
-// ---- end of given ----
+  [[maybe_unused]] float acc[kChannelsPerThread][kPixelsPerThread] =
+      {};  // the register tile, y before bias
+           // ---- end of given ----
 
   for (int c0 = 0; c0 < s.C; c0 += config.chunk) {
     const int chunk = min(config.chunk, s.C - c0);  // the last step may hold fewer channels
@@ -161,7 +163,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor)
     const int slice = chunk * taps;
     for (int k = warp; k < kTileK; k += kWarps) {
       const bool inside = k0 + k < s.K;
-      const float* source = w + conv_weight_index(ConvLayout::nchw, s, inside ? k0 + k : 0, c0, 0, 0);
+      const float* source =
+          w + conv_weight_index(ConvLayout::nchw, s, inside ? k0 + k : 0, c0, 0, 0);
       for (int e = lane; e < slice; e += 32) {
         weights[k * config.weight_stride + e] = inside ? __ldg(source + e) : 0.0f;
       }
@@ -182,7 +185,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor)
           const int tap = (c * s.R + r) * s.S + t;
           float wv[kChannelsPerThread];
 #pragma unroll
-          for (int j = 0; j < kChannelsPerThread; ++j) wv[j] = my_weights[j * config.weight_stride + tap];
+          for (int j = 0; j < kChannelsPerThread; ++j)
+            wv[j] = my_weights[j * config.weight_stride + tap];
           const int col = q_local * s.stride_w + t * s.dilation_w;
           float xv[kPixelsPerThread];
 #pragma unroll
@@ -227,8 +231,8 @@ bool conv2d_direct_tiled_fits(const ConvShape& shape) {
   return direct_tiled::tiled_config(shape).chunk >= 1;
 }
 
-void conv2d_direct_tiled(const ConvShape& shape, const float* x, const float* w,
-                         const float* bias, float* y, cudaStream_t stream) {
+void conv2d_direct_tiled(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                         float* y, cudaStream_t stream) {
   using namespace direct_tiled;
   constexpr const char* function = "conv2d_direct_tiled";
   require_conv_arguments(function, shape);
