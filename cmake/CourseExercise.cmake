@@ -76,17 +76,24 @@ function(course_require_solution_twins)
   endforeach()
 endfunction()
 
-function(course_add_exercise)
-  cmake_parse_arguments(EX "" "" "SOURCES;TESTS;BENCHMARKS;COMPARES_WITH" ${ARGN})
-  if(NOT EX_SOURCES)
-    message(FATAL_ERROR "course_add_exercise: SOURCES is required")
+# The start that every way of registering an exercise shares, after cmake_parse_arguments
+# with `prefix`: the `required` argument must be given; sets `id` and `month` in the caller;
+# makes the <id>_exercise_all target; checks that the files of the `twins` argument have
+# their solution twins.
+macro(course_begin_exercise caller prefix required twins)
+  if(NOT ${prefix}_${required})
+    message(FATAL_ERROR "${caller}: ${required} is required")
   endif()
   course_exercise_id(id month)
+  course_exercise_all_target(${id})
+  course_require_solution_twins(${${prefix}_${twins}})
+endmacro()
+
+function(course_add_exercise)
+  cmake_parse_arguments(EX "" "" "SOURCES;TESTS;BENCHMARKS;COMPARES_WITH" ${ARGN})
+  course_begin_exercise(course_add_exercise EX SOURCES SOURCES)
   file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${rel}")
-
-  course_exercise_all_target(${id})
-  course_require_solution_twins(${EX_SOURCES})
 
   foreach(impl exercise solution)
     set(impl_sources "")

@@ -181,16 +181,11 @@ endfunction()
 
 function(course_add_python_tests)
   cmake_parse_arguments(PY "" "" "TESTS;SOURCES;REQUIRES" ${ARGN})
-  if(NOT PY_TESTS)
-    message(FATAL_ERROR "course_add_python_tests: TESTS is required")
-  endif()
+  # Nothing to compile ahead: Python builds the extension when the tests run.
+  course_begin_exercise(course_add_python_tests PY TESTS SOURCES)
   if(NOT PY_REQUIRES)
     set(PY_REQUIRES torch)
   endif()
-  course_exercise_id(id month)
-  # Nothing to compile ahead: Python builds the extension when the tests run.
-  course_exercise_all_target(${id})
-  course_require_solution_twins(${PY_SOURCES})
   _course_python_command(python)
   set(require_args "")
   foreach(module IN LISTS PY_REQUIRES)

@@ -151,24 +151,16 @@ def print_table(rows, facts, args):
 
 def main():
     args = parse_args()
-    ok, why = load_extension.cuda_status()
-    if not ok:
-        print(f"{PROGRAM}: no CUDA GPU to benchmark on ({why}); benchmarks need one.", file=sys.stderr)
-        return 2
+    no_gpu = benchmarking.cuda_or_exit_code(__file__)
+    if no_gpu is not None:
+        return no_gpu
     global PEAK_GBPS
     facts = benchmarking.device_facts()
     PEAK_GBPS = facts.get("peak_dram_gbps")
     timer = benchmarking.Timer(args.iterations, args.warmup, flush_l2=not args.no_flush_l2)
     rows = run_benchmarks(args, timer)
     print_table(rows, facts, args)
-    if args.json:
-        benchmarking.write_json(args.json, rows, program=__file__, timer=timer, facts=facts)
-        print(f"{PROGRAM}: wrote {args.json}")
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        print(f"{PROGRAM}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@
 #include <string>
 #include <torch/library.h>
 
+#include "course/torch_text.h"  // shape_string: shapes in error messages
+
 // The operators' namespace: torch.ops.<COURSE_OPS>.vector_add in Python.
 //
 // In your own project you would write TORCH_LIBRARY(my_ops, m) { ... }. Here the loader
@@ -35,21 +37,6 @@ namespace course {
 // 1/sqrt(2), for gelu(v) = 0.5 * v * (1 + erf(v / sqrt(2))), the exact GELU that
 // torch.nn.functional.gelu computes by default (approximate='none').
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
-
-// "[6, 8]": a shape (tensor.sizes()) or strides as text, for error messages.
-// Put this in a TORCH_CHECK message instead of tensor.sizes() itself, and std::to_string(n)
-// instead of a bare integer: TORCH_CHECK formats its arguments with a C++ stream compiled
-// into this extension, and with PyTorch 2.11 and a CUDA build of this extension, formatting
-// a number that way crashed the process (a segmentation fault instead of the error).
-// Text, and values PyTorch formats itself (a.dtype(), a.device()), are safe.
-inline std::string shape_string(at::IntArrayRef values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(values[i]);
-  }
-  return text + "]";
-}
 
 // The input checks, shared by the CPU and the CUDA kernels (defined in torch_extension.cpp).
 // They throw c10::Error, which Python sees as a RuntimeError with the message, unless:

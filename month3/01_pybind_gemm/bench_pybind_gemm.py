@@ -203,10 +203,9 @@ def print_table(rows, facts, args):
 
 def main():
     args = parse_args()
-    ok, why = load_extension.cuda_status()
-    if not ok:
-        print(f"{PROGRAM}: no CUDA GPU to benchmark on ({why}); benchmarks need one.", file=sys.stderr)
-        return 2
+    no_gpu = benchmarking.cuda_or_exit_code(__file__)
+    if no_gpu is not None:
+        return no_gpu
     set_precision()
     facts = benchmarking.device_facts()
     facts["tf32"] = "off"
@@ -217,17 +216,10 @@ def main():
     bench_gemm(rows, args, timer, modules)
     bench_overhead(rows, args, modules)
     print_table(rows, facts, args)
-    if args.json:
-        benchmarking.write_json(args.json, rows, program=__file__, timer=timer, facts=facts,
-                                timing=f"GEMM rows: {timer.describe()}; overhead rows: a loop of "
-                                       f"{args.calls} calls between two CUDA events, median of "
-                                       f"{args.iterations}")
-        print(f"{PROGRAM}: wrote {args.json}")
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        print(f"{PROGRAM}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    timing = (f"GEMM rows: {timer.describe()}; overhead rows: a loop of {args.calls} calls "
+              f"between two CUDA events, median of {args.iterations}")
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts,
+                               timing=timing)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
 #include <string>
 #include <torch/library.h>
 
+#include "course/torch_text.h"  // shape_string: shapes in error messages
+
 // The dispatcher operators' namespace: torch.ops.<COURSE_OPS>.gemm in Python.
 //
 // In your own project you would write TORCH_LIBRARY(my_ops, m) { ... }. Here the loader
@@ -37,20 +39,6 @@ namespace course::m3_01 {
 
 // The largest size the month-2 launchers take: they index with int (course/gemm.h).
 constexpr std::int64_t kMaxElements = std::numeric_limits<int>::max();
-
-// "[6, 8]": a shape (tensor.sizes()) or strides as text, for error messages.
-// Put this in a TORCH_CHECK message instead of tensor.sizes() itself, and std::to_string(n)
-// instead of a bare integer: TORCH_CHECK formats its arguments with a C++ stream compiled
-// into this extension, and with PyTorch 2.11 and a CUDA build of an extension, formatting a
-// number that way crashed the process (m1.05 met it: a segmentation fault, not the error).
-inline std::string shape_string(at::IntArrayRef values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(values[i]);
-  }
-  return text + "]";
-}
 
 // "float32", "float16", "float64", ...: a dtype as Python spells it (torch.float32), for
 // error messages that a PyTorch user reads. Other types keep PyTorch's C++ name.

@@ -173,10 +173,9 @@ def print_table(rows, facts):
 
 def main():
     args = parse_args()
-    ok, why = load_extension.cuda_status()
-    if not ok:
-        print(f"{PROGRAM}: no CUDA GPU to benchmark on ({why}); benchmarks need one.", file=sys.stderr)
-        return 2
+    no_gpu = benchmarking.cuda_or_exit_code(__file__)
+    if no_gpu is not None:
+        return no_gpu
     facts = benchmarking.device_facts()
     timer = benchmarking.Timer(args.iterations, args.warmup, flush_l2=False)
     impls = ["solution"] + (["exercise"] if args.include_exercise else [])
@@ -193,16 +192,10 @@ def main():
             exchange_rows(rows, args, impl, lib, size_bytes)
         copy_row(rows, timer, size_bytes)
     print_table(rows, facts)
-    if args.json:
-        timing = (f"exchange rows: host clock (time.perf_counter), median of {args.repetitions} loops of "
-                  f"{args.inner} exchanges, per exchange; copy rows: {timer.describe()}")
-        benchmarking.write_json(args.json, rows, program=__file__, timer=timer, facts=facts, timing=timing)
-        print(f"{PROGRAM}: wrote {args.json}")
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        print(f"{PROGRAM}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    timing = (f"exchange rows: host clock (time.perf_counter), median of {args.repetitions} loops of "
+              f"{args.inner} exchanges, per exchange; copy rows: {timer.describe()}")
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts,
+                               timing=timing)
 
 
 if __name__ == "__main__":

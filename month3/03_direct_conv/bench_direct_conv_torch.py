@@ -103,10 +103,9 @@ def bench_layer(rows, timer, layer, precisions):
 
 def main():
     args = parse_args()
-    if not torch.cuda.is_available():
-        print(f"{PROGRAM}: no CUDA GPU to benchmark on (torch {torch.__version__}); benchmarks need one.",
-              file=sys.stderr)
-        return 2
+    no_gpu = benchmarking.cuda_or_exit_code(__file__)
+    if no_gpu is not None:
+        return no_gpu
     torch.backends.cudnn.benchmark = True  # cuDNN times its algorithms per shape, as in training
     set_tf32(False)
     facts = benchmarking.device_facts()
@@ -125,14 +124,7 @@ def main():
             print(f"{row['name']:<52} ERROR: {row['error']}")
         else:
             print(f"{row['name']:<52} {row['ms'] * 1e3:>10.1f} {row['TFLOPS']:>8.2f}")
-    if args.json:
-        benchmarking.write_json(args.json, rows, program=__file__, timer=timer, facts=facts)
-        print(f"{PROGRAM}: wrote {args.json}")
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        print(f"{PROGRAM}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import json
 import os
 import socket
 import statistics
+import sys
 
 import torch
 
@@ -144,3 +145,33 @@ def write_json(path, rows, *, program, timer=None, facts=None, timing=None):
     with open(path, "w") as out:
         json.dump({"context": context, "benchmarks": benchmarks}, out, indent=2)
         out.write("\n")
+
+
+NO_GPU = 2  # the exit status of a benchmark program that finds no CUDA GPU
+
+
+def cuda_or_exit_code(program):
+    """None when a CUDA GPU can run the benchmark; else prints why not and returns NO_GPU."""
+    from . import extension  # imports torch's cpp_extension quietly
+    ok, why = extension.cuda_status()
+    if ok:
+        return None
+    print(f"{os.path.basename(program)}: no CUDA GPU to benchmark on ({why}); benchmarks need one.",
+          file=sys.stderr)
+    return NO_GPU
+
+
+def finish(rows, *, json_path, program, timer=None, facts=None, timing=None):
+    """The end of every benchmark program: the JSON if asked for, then the exit status.
+
+    Returns 1 (and names them) when some rows are errors, else 0.
+    """
+    name = os.path.basename(program)
+    if json_path:
+        write_json(json_path, rows, program=program, timer=timer, facts=facts, timing=timing)
+        print(f"{name}: wrote {json_path}")
+    failed = [row["name"] for row in rows if "error" in row]
+    if failed:
+        print(f"{name}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
