@@ -216,11 +216,13 @@ COURSE_TORCH_LIBRARY(m) {
   m.def(
       "conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, "
       "int[2] dilation) -> Tensor");
+  // The four gradient operators share one argument list (autograd_conv.h).
   for (const char* name : {"conv2d_grad_input", "conv2d_grad_input_gather", "conv2d_grad_weight",
                            "conv2d_grad_weight_direct"}) {
-    m.def(std::string(name) +
-          "(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, "
-          "int[2] dilation) -> Tensor");
+    const std::string schema = std::string(name) +
+                               "(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, "
+                               "int[2] padding, int[2] dilation) -> Tensor";
+    m.def(schema.c_str());  // torch::schema() parses a const char* (1.13 takes no std::string)
   }
   m.def("conv2d_grad_bias(Tensor grad_output) -> Tensor");
 }
