@@ -26,7 +26,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "common" / "python"))  # course_harness, when run by hand
 
-import torch  # noqa: E402
 
 from course_harness import extension, paths  # noqa: E402
 
