@@ -36,19 +36,13 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from course_harness import benchmarking  # noqa: E402
+from course_harness.conv_shapes import RESNET_LAYERS  # noqa: E402
 
 PROGRAM = os.path.basename(__file__)
 
-# course::conv_resnet_layers(): (name, N, C, H = W, K, R = S, stride, pad). Keep in step with
-# common/include/course/conv_reference.h, so the rows line up with the C++ benchmark's.
-LAYERS = [
-    ("ResNet_C64_56_K64_3x3", 32, 64, 56, 64, 3, 1, 1),
-    ("ResNet_C128_28_K128_3x3", 32, 128, 28, 128, 3, 1, 1),
-    ("ResNet_C256_14_K256_3x3", 32, 256, 14, 256, 3, 1, 1),
-    ("ResNet_C512_7_K512_3x3", 64, 512, 7, 512, 3, 1, 1),
-    ("ResNet_C64_56_K256_1x1", 32, 64, 56, 256, 1, 1, 0),
-    ("ResNet_Stem_C3_224_K64_7x7", 32, 3, 224, 64, 7, 2, 3),
-]
+# course::conv_resnet_layers(), from the Python harness's twin of that list, so that the rows
+# line up with the C++ benchmark's (and with m3.06's benchmark).
+LAYERS = RESNET_LAYERS
 
 
 def parse_args():
@@ -77,7 +71,8 @@ def tolerance(precision, products):
 
 
 def bench_layer(rows, timer, layer, precisions):
-    name, n, c, hw, k, r, stride, pad = layer
+    name, n, c, hw, k, r = layer.name, layer.n, layer.c, layer.h, layer.k, layer.r
+    stride, pad = layer.stride, layer.padding
     generator = torch.Generator(device="cuda").manual_seed(3000)
     x = torch.rand(n, c, hw, hw, device="cuda", generator=generator) * 2 - 1
     w = torch.rand(k, c, r, r, device="cuda", generator=generator) * 2 - 1
@@ -114,7 +109,7 @@ def main():
     precisions = ["fp32"] + (["tf32"] if args.tf32 else [])
     rows = []
     for layer in LAYERS:
-        if args.filter in layer[0]:
+        if args.filter in layer.name:
             bench_layer(rows, timer, layer, precisions)
             torch.cuda.empty_cache()
 

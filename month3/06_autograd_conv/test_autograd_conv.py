@@ -1,0 +1,719 @@
+"""Tests for exercise m3.06 (an autograd Conv2d on the course's kernels). The same tests grade
+your skeleton and the reference solution.
+
+ctest runs each test class below as one test (cmake/CoursePython.cmake):
+    ./course grade m3_06        your version;   ./course test m3_06   the solution
+Or by hand, with the Python that has PyTorch:
+    python3 -m pytest -v month3/06_autograd_conv/test_autograd_conv.py
+    COURSE_IMPL=solution python3 -m unittest -v month3/06_autograd_conv/test_autograd_conv.py
+
+Classes whose name contains "Cuda" need a GPU and skip themselves without one; the others run
+on the CPU kernels (float64 gradcheck included), so they grade you on any machine. Tests that
+need a newer PyTorch (opcheck, register_autograd, torch.compile) skip with the reason.
+"""
+import os
+import re
+import sys
+import unittest
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import load_extension  # noqa: E402  (it puts common/python on the path too)
+from course_harness import testing  # noqa: E402
+from course_harness.conv_shapes import TEST_CASES, case  # noqa: E402
+from course_harness.testing import CudaTestCase, random_tensor, skip_unless  # noqa: E402
+
+IMPL = testing.IMPL
+NAMESPACE = load_extension.namespace(IMPL)
+SEED = testing.SEED
+FOLDER = "month3/06_autograd_conv"
+HAS_OP_AUTOGRAD = hasattr(torch.library, "register_autograd") and hasattr(torch.library, "register_fake")
+HAS_OPCHECK = hasattr(torch.library, "opcheck")
+
+HINT_GATHER = f"look at TODO(m3.06a) in {FOLDER}/conv_backward.h (grad_input_at, the gather)"
+HINT_WGRAD = f"look at TODO(m3.06b) in {FOLDER}/conv_backward.h (grad_weight_partial)"
+HINT_BIAS_CPU = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cpp (conv2d_grad_bias_cpu's loop)"
+HINT_BIAS_CUDA = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cu (grad_bias_kernel's reduction)"
+HINT_WIRING = (f"look at TODO(m3.06d) in {FOLDER}/autograd_conv.py (conv2d_backward: which "
+               "gradient from which saved tensor, needs_input_grad)")
+HINT_DROPIN = f"look at TODO(m3.06e) in {FOLDER}/autograd_conv.py (Conv2d: _check_supported, forward, from_torch)"
+HINT_GIVEN = (f"this is given code (the forward, the checks, the registration in {FOLDER}); if it "
+              "fails, the TODOs it calls are the place to look: TODO(m3.06a) to TODO(m3.06e)")
+
+_module = testing.LazyExtension(lambda: load_extension.load_module(IMPL), f"the {IMPL} extension")
+
+
+def module():
+    """autograd_conv.py of the version under test, bound to its operators (built on first use)."""
+    return _module.get()
+
+
+def ops():
+    module()
+    return getattr(torch.ops, NAMESPACE)
+
+
+def set_tf32(enabled):
+    """Both switches, explicitly: cuDNN's default is TF32 on (the references must be fp32)."""
+    torch.backends.cudnn.allow_tf32 = enabled
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+
+
+def conv_args(c):
+    return list(c.stride), list(c.padding), list(c.dilation)
+
+
+def make_inputs(c, seed, dtype, device, bias=True, requires_grad=False):
+    x = random_tensor((c.n, c.c, c.h, c.w), seed, dtype=dtype, device=device)
+    w = random_tensor((c.k, c.c, c.r, c.s), seed + 1, low=-1.0, high=1.0, dtype=dtype, device=device)
+    b = random_tensor((c.k,), seed + 2, low=-1.0, high=1.0, dtype=dtype, device=device) if bias else None
+    if requires_grad:
+        for t in (x, w, b):
+            if t is not None:
+                t.requires_grad_(True)
+    return x, w, b
+
+
+def reference_forward(c, x, w, b):
+    with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+        return F.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+
+
+def reference_grads(c, x, w, dy):
+    """dx and dw from torch.nn.grad (aten.convolution_backward), TF32 off."""
+    with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+        dx = torch.nn.grad.conv2d_input(x.shape, w, dy, c.stride, c.padding, c.dilation)
+        dw = torch.nn.grad.conv2d_weight(x, w.shape, dy, c.stride, c.padding, c.dilation)
+    return dx, dw
+
+
+def tolerance(dtype, products):
+    if dtype == torch.float64:
+        return 1e-10, 1e-10
+    # fp32 against an fp32 cuDNN reference (TF32 off): both round, sums of `products` terms.
+    return 1e-5, 1e-5 + 8.0 * 2.0 ** -24 * products
+
+
+def dy_for(c, y, seed):
+    return random_tensor(tuple(y.shape), seed, dtype=y.dtype, device=y.device)
+
+
+def call(function, *args, hint):
+    try:
+        return function(*args)
+    except NotImplementedError as error:
+        if "TODO(" in str(error):
+            raise AssertionError(f"{str(error).splitlines()[0]}: {hint}") from None
+        raise
+
+
+# --- the checks, shared by the CPU and CUDA classes -------------------------------------
+
+def check_forward(test, c, dtype, device, seed):
+    x, w, b = make_inputs(c, seed, dtype, device)
+    for bias in (b, None):
+        actual = ops().conv2d(x, w, bias, *conv_args(c))
+        rtol, atol = tolerance(dtype, c.c * c.r * c.s)
+        testing.assert_close(actual, reference_forward(c, x, w, bias), rtol=rtol, atol=atol,
+                             what=f"conv2d {c.name} {dtype} on {device} (bias {bias is not None})",
+                             hint=HINT_GIVEN)
+
+
+def check_grad_input(test, c, dtype, device, seed, op_name, hint):
+    x, w, _ = make_inputs(c, seed, dtype, device, bias=False)
+    y = reference_forward(c, x, w, None)
+    dy = dy_for(c, y, seed + 3)
+    expected, _ = reference_grads(c, x, w, dy)
+    actual = getattr(ops(), op_name)(dy, x, w, *conv_args(c))
+    rtol, atol = tolerance(dtype, c.k * c.r * c.s)
+    testing.assert_close(actual, expected, rtol=rtol, atol=atol,
+                         what=f"{op_name} {c.name} {dtype} on {device} vs torch.nn.grad.conv2d_input",
+                         hint=hint)
+
+
+def check_grad_weight(test, c, dtype, device, seed, op_name, hint):
+    x, w, _ = make_inputs(c, seed, dtype, device, bias=False)
+    y = reference_forward(c, x, w, None)
+    dy = dy_for(c, y, seed + 3)
+    _, expected = reference_grads(c, x, w, dy)
+    actual = getattr(ops(), op_name)(dy, x, w, *conv_args(c))
+    rtol, atol = tolerance(dtype, c.n * y.shape[2] * y.shape[3])
+    testing.assert_close(actual, expected, rtol=rtol, atol=atol,
+                         what=f"{op_name} {c.name} {dtype} on {device} vs torch.nn.grad.conv2d_weight",
+                         hint=hint)
+
+
+def check_grad_bias(test, c, dtype, device, seed, hint):
+    x, w, _ = make_inputs(c, seed, dtype, device, bias=False)
+    y = reference_forward(c, x, w, None)
+    dy = dy_for(c, y, seed + 3)
+    actual = ops().conv2d_grad_bias(dy)
+    rtol, atol = tolerance(dtype, dy.numel() // max(1, c.k))
+    testing.assert_close(actual, dy.sum(dim=(0, 2, 3)), rtol=rtol, atol=atol,
+                         what=f"conv2d_grad_bias {c.name} {dtype} on {device} vs dy.sum((0, 2, 3))",
+                         hint=hint)
+
+
+def check_autograd(test, c, dtype, device, seed, through):
+    """Gradients of sum(y * dy) through `through` ('function' or 'module') vs F.conv2d's."""
+    conv = module()
+    x, w, b = make_inputs(c, seed, dtype, device, requires_grad=True)
+    xr, wr, br = (t.detach().clone().requires_grad_(True) for t in (x, w, b))
+    y_ref = reference_forward(c, xr, wr, br)
+    dy = dy_for(c, y_ref, seed + 3)
+    with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+        y_ref.backward(dy)
+    if through == "function":
+        y = call(conv.Conv2dFunction.apply, x, w, b, *conv_args(c), hint=HINT_WIRING)
+    else:
+        y = call(conv.conv2d, x, w, b, c.stride, c.padding, c.dilation, hint=HINT_WIRING)
+    call(y.backward, dy, hint=HINT_WIRING)
+    for name, got, want, products in (("x.grad", x.grad, xr.grad, c.k * c.r * c.s),
+                                      ("weight.grad", w.grad, wr.grad, c.n * y.shape[2] * y.shape[3]),
+                                      ("bias.grad", b.grad, br.grad, c.n * y.shape[2] * y.shape[3])):
+        what = f"{through} {c.name} {dtype} on {device}: {name}"
+        if got is None:
+            test.fail(f"{what} is None: the backward returned no gradient for it. {HINT_WIRING}")
+        rtol, atol = tolerance(dtype, products)
+        testing.assert_close(got, want, rtol=rtol, atol=atol, what=what, hint=HINT_WIRING)
+
+
+def check_gradcheck(test, c, device, seed, fast_mode):
+    conv = module()
+    x, w, b = make_inputs(c, seed, torch.float64, device, requires_grad=True)
+    args = (c.stride, c.padding, c.dilation)
+    for name, function in (("Conv2dFunction.apply", lambda x, w, b: conv.Conv2dFunction.apply(
+            x, w, b, *conv_args(c))), ("conv2d", lambda x, w, b: conv.conv2d(x, w, b, *args))):
+        try:
+            ok = torch.autograd.gradcheck(function, (x, w, b), fast_mode=fast_mode, raise_exception=True)
+        except NotImplementedError as error:
+            test.fail(f"gradcheck of {name} {c.name} on {device}: {str(error).splitlines()[0]}. {HINT_WIRING}")
+        except RuntimeError as error:  # gradcheck's "Jacobian mismatch for output 0 with respect to input 1"
+            inputs = {"input 0": "dx: TODO(m3.06a)", "input 1": "dw: TODO(m3.06b)",
+                      "input 2": "db: TODO(m3.06c)"}
+            which = next((v for k, v in inputs.items() if k in str(error)), "TODO(m3.06a) to (m3.06d)")
+            test.fail(f"gradcheck of {name} {c.name} on {device} failed ({which}): "
+                      f"{str(error).splitlines()[0]}. {HINT_WIRING}")
+        test.assertTrue(ok)
+
+
+def bad_inputs(device):
+    """(what, call, message pattern) for inputs every operator must refuse."""
+    x = random_tensor((2, 3, 8, 8), SEED + 900, device=device)
+    w = random_tensor((4, 3, 3, 3), SEED + 901, device=device)
+    b = random_tensor((4,), SEED + 902, device=device)
+    one = ([1, 1], [1, 1], [1, 1])
+    dy = random_tensor((2, 4, 8, 8), SEED + 903, device=device)
+    o = ops()
+    return [
+        ("conv2d(int32 input)", lambda: o.conv2d(x.int(), w.int(), None, *one), r"float32 or float64"),
+        ("conv2d(float16 input)", lambda: o.conv2d(x.half(), w.half(), None, *one), r"float32 or float64"),
+        ("conv2d(float32 input, float64 weight)", lambda: o.conv2d(x, w.double(), None, *one), r"dtype"),
+        ("conv2d(3-D input)", lambda: o.conv2d(x[0], w, None, *one), r"4-D"),
+        ("conv2d(weight with C = 1: groups)", lambda: o.conv2d(x, w[:, :1].contiguous(), None, *one),
+         r"groups"),
+        ("conv2d(bias of 3 values)", lambda: o.conv2d(x, w, b[:3].contiguous(), *one), r"bias"),
+        ("conv2d(stride 0)", lambda: o.conv2d(x, w, None, [0, 1], [1, 1], [1, 1]), r"stride"),
+        ("conv2d(padding -1)", lambda: o.conv2d(x, w, None, [1, 1], [-1, 0], [1, 1]), r"padding"),
+        ("conv2d(dilation of 3 values)", lambda: o.conv2d(x, w, None, [1, 1], [1, 1], [1, 1, 1]),
+         r"dilation"),
+        ("conv2d(filter larger than the padded image)",
+         lambda: o.conv2d(x[:, :, :2, :2].contiguous(), w, None, [1, 1], [0, 0], [1, 1]), r"fit|empty"),
+        ("conv2d_grad_input(grad_output of the wrong shape)",
+         lambda: o.conv2d_grad_input(dy[:, :, :7].contiguous(), x, w, *one), r"shape"),
+        ("conv2d_grad_weight(grad_output float64)",
+         lambda: o.conv2d_grad_weight(dy.double(), x, w, *one), r"dtype"),
+        ("conv2d_grad_bias(2-D grad_output)", lambda: o.conv2d_grad_bias(dy[0, 0]), r"4-D"),
+    ]
+
+
+def check_bad_inputs(test, device):
+    for what, function, pattern in bad_inputs(device):
+        with test.subTest(what=what):
+            op_name = what.split("(")[0]
+            try:
+                function()
+            except RuntimeError as error:
+                message = str(error)
+                test.assertTrue(op_name in message and re.search(pattern, message, re.IGNORECASE),
+                                f"{what}: raised, but the message should name {op_name} and mention "
+                                f"/{pattern}/; got: {message.splitlines()[0]}. {HINT_GIVEN}")
+                continue
+            test.fail(f"{what}: no error was raised; a bad input must never give a result. {HINT_GIVEN}")
+
+
+# Small shapes for the CPU's float64 gradcheck (the numerical Jacobian runs the forward twice
+# per input element): stride 1 and 2, padding 0 and 1, a non-square case, a 1x1.
+GRADCHECK_CASES = [
+    case("Tiny3x3", 2, 3, 5, 5, 4, 3, 3, 1, 1),
+    case("TinyStride2", 2, 3, 7, 6, 4, 3, 3, 2, 0),
+    case("TinyNonSquare", 1, 2, 6, 7, 3, 2, 3, stride=(2, 1), padding=(1, 0), dilation=(1, 2)),
+    case("Tiny1x1", 2, 3, 4, 3, 2, 1, 1),
+]
+# Larger ones, checked with fast_mode (one random direction instead of the full Jacobian).
+GRADCHECK_FAST_CASES = [
+    case("PadLargerThanRadius", 1, 3, 6, 5, 4, 3, 3, 1, 3),
+    case("Dilation2", 2, 3, 9, 10, 4, 3, 3, 1, 2, 2),
+]
+
+
+# --- CPU: run everywhere (CI) -----------------------------------------------------------
+
+class RegistrationTest(unittest.TestCase):
+    """The six operators exist with the lesson's schemas; the version's autograd mechanism."""
+
+    def test_schemas(self):
+        grad = ("(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, "
+                "int[2] dilation) -> Tensor")
+        expected = {
+            "conv2d": "conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, "
+                      "int[2] dilation) -> Tensor",
+            "conv2d_grad_input": "conv2d_grad_input" + grad,
+            "conv2d_grad_input_gather": "conv2d_grad_input_gather" + grad,
+            "conv2d_grad_weight": "conv2d_grad_weight" + grad,
+            "conv2d_grad_weight_direct": "conv2d_grad_weight_direct" + grad,
+            "conv2d_grad_bias": "conv2d_grad_bias(Tensor grad_output) -> Tensor",
+        }
+        for name, schema in expected.items():
+            with self.subTest(op=name):
+                declared = str(getattr(ops(), name).default._schema)
+                self.assertEqual(declared, f"{NAMESPACE}::{schema}", HINT_GIVEN)
+
+    def test_one_autograd_mechanism_per_version(self):
+        conv = module()
+        self.assertEqual(conv._op_autograd, HAS_OP_AUTOGRAD,
+                         "the operator's own autograd (register_autograd) must be used exactly where "
+                         f"torch.library has it (this is PyTorch {torch.__version__}). {HINT_GIVEN}")
+
+    @skip_unless(HAS_OPCHECK, "torch.library.opcheck needs PyTorch 2.4+")
+    def test_opcheck_cpu(self):
+        run_opcheck(self, "cpu")
+
+
+def run_opcheck(test, device):
+    # opcheck tests the registration: schema vs behaviour, the fake kernels (torch.compile's
+    # shapes), and, with requires_grad inputs, the autograd registered on the operator (the
+    # backward runs through aot_autograd and is compared with eager). It does not check that
+    # gradients are right: gradcheck does.
+    o = ops()
+    c = case("Opcheck", 2, 3, 7, 6, 4, 3, 3, stride=(2, 1), padding=(1, 1))
+    for dtype in (torch.float32, torch.float64):
+        x, w, b = make_inputs(c, SEED + 700, dtype, device)
+        y = o.conv2d(x, w, b, *conv_args(c))
+        dy = dy_for(c, y, SEED + 703)
+        cases = [(o.conv2d, (x, w, b, *conv_args(c))), (o.conv2d, (x, w, None, *conv_args(c))),
+                 (o.conv2d_grad_bias, (dy,))]
+        cases += [(getattr(o, name), (dy, x, w, *conv_args(c)))
+                  for name in ("conv2d_grad_input", "conv2d_grad_input_gather", "conv2d_grad_weight",
+                               "conv2d_grad_weight_direct")]
+        xg, wg, bg = make_inputs(c, SEED + 710, dtype, device, requires_grad=True)
+        cases.append((o.conv2d, (xg, wg, bg, *conv_args(c))))
+        for function, args in cases:
+            with test.subTest(op=str(function), dtype=dtype):
+                try:
+                    torch.library.opcheck(function.default, args)
+                except Exception as error:
+                    test.fail(f"opcheck of {function} ({dtype}, {device}) failed: "
+                              f"{str(error).splitlines()[0]}. With requires_grad inputs the backward "
+                              f"runs: {HINT_WIRING}")
+
+
+class ForwardCpuTest(unittest.TestCase):
+    """The forward (given) against F.conv2d on the m3.03 shape list, float64 and float32."""
+
+    def test_matches_f_conv2d(self):
+        for i, c in enumerate(TEST_CASES):
+            for dtype in (torch.float64, torch.float32):
+                with self.subTest(case=c.name, dtype=dtype):
+                    check_forward(self, c, dtype, "cpu", SEED + 10 * i)
+
+
+class GradInputCpuTest(unittest.TestCase):
+    def test_matches_conv2d_input(self):
+        for i, c in enumerate(TEST_CASES):
+            with self.subTest(case=c.name):
+                check_grad_input(self, c, torch.float64, "cpu", SEED + 100 + 10 * i,
+                                 "conv2d_grad_input", HINT_GATHER)
+
+    def test_float32(self):
+        check_grad_input(self, TEST_CASES[4], torch.float32, "cpu", SEED + 290, "conv2d_grad_input",
+                         HINT_GATHER)
+
+
+class GradWeightCpuTest(unittest.TestCase):
+    def test_matches_conv2d_weight(self):
+        for i, c in enumerate(TEST_CASES):
+            with self.subTest(case=c.name):
+                check_grad_weight(self, c, torch.float64, "cpu", SEED + 300 + 10 * i,
+                                  "conv2d_grad_weight", HINT_WGRAD)
+
+    def test_float32(self):
+        check_grad_weight(self, TEST_CASES[3], torch.float32, "cpu", SEED + 490, "conv2d_grad_weight",
+                          HINT_WGRAD)
+
+
+class GradBiasCpuTest(unittest.TestCase):
+    def test_matches_sum(self):
+        for i, c in enumerate(TEST_CASES):
+            for dtype in (torch.float64, torch.float32):
+                with self.subTest(case=c.name, dtype=dtype):
+                    check_grad_bias(self, c, dtype, "cpu", SEED + 500 + 10 * i, HINT_BIAS_CPU)
+
+
+class AutogradCpuTest(unittest.TestCase):
+    """The backward wiring: gradients through the Function and through conv2d() (the op path on
+    PyTorch >= 2.4) equal F.conv2d's; needs_input_grad is honoured."""
+
+    def test_function_and_conv2d_gradients(self):
+        for i, c in enumerate(TEST_CASES[:6]):
+            for through in ("function", "module"):
+                with self.subTest(case=c.name, through=through):
+                    check_autograd(self, c, torch.float64, "cpu", SEED + 1000 + 10 * i, through)
+
+    def test_needs_input_grad(self):
+        conv = module()
+        c = TEST_CASES[1]
+        x, w, _ = make_inputs(c, SEED + 1100, torch.float64, "cpu", bias=False)
+        dy = dy_for(c, reference_forward(c, x, w, None), SEED + 1103)
+        for needs in [(True, False, False), (False, True, False), (False, False, True),
+                      (True, True, True)]:
+            for has_bias in (True, False):
+                with self.subTest(needs_input_grad=needs, has_bias=has_bias):
+                    grads = call(conv.conv2d_backward, dy, x, w, has_bias, *conv_args(c), needs,
+                                 hint=HINT_WIRING)
+                    self.assertEqual(len(grads), 3, f"conv2d_backward must return (dx, dw, db). {HINT_WIRING}")
+                    for name, grad, wanted in zip(("dx", "dw", "db"), grads,
+                                                  (needs[0], needs[1], needs[2] and has_bias)):
+                        if wanted:
+                            self.assertIsInstance(grad, torch.Tensor,
+                                                  f"{name} was asked for but is {grad!r}. {HINT_WIRING}")
+                        else:
+                            self.assertIsNone(grad, f"{name} was not asked for (needs_input_grad "
+                                              f"{needs}, bias {has_bias}): return None and skip "
+                                              f"its kernel. {HINT_WIRING}")
+
+    def test_non_contiguous_grad_output(self):
+        # sum() backward hands the backward an expanded (stride 0) gradient.
+        conv = module()
+        c = TEST_CASES[4]
+        x, w, b = make_inputs(c, SEED + 1200, torch.float64, "cpu", requires_grad=True)
+        call(lambda: conv.conv2d(x, w, b, c.stride, c.padding, c.dilation).sum().backward(), hint=HINT_WIRING)
+        xr, wr, br = (t.detach().clone().requires_grad_(True) for t in (x, w, b))
+        reference_forward(c, xr, wr, br).sum().backward()
+        for name, got, want in (("x.grad", x.grad, xr.grad), ("weight.grad", w.grad, wr.grad),
+                                ("bias.grad", b.grad, br.grad)):
+            self.assertIsNotNone(got, f"{name} is None. {HINT_WIRING}")
+            testing.assert_close(got, want, rtol=1e-10, atol=1e-10,
+                                 what=f"sum(conv2d(...)).backward(): {name}", hint=HINT_WIRING)
+
+
+class GradcheckCpuTest(unittest.TestCase):
+    """torch.autograd.gradcheck in float64: the analytical gradients (your kernels) against
+    finite differences of the forward."""
+
+    def test_gradcheck(self):
+        for i, c in enumerate(GRADCHECK_CASES):
+            with self.subTest(case=c.name):
+                check_gradcheck(self, c, "cpu", SEED + 1300 + 10 * i, fast_mode=False)
+
+    def test_gradcheck_fast_mode(self):
+        for i, c in enumerate(GRADCHECK_FAST_CASES):
+            with self.subTest(case=c.name):
+                check_gradcheck(self, c, "cpu", SEED + 1400 + 10 * i, fast_mode=True)
+
+    def test_no_bias(self):
+        conv = module()
+        c = GRADCHECK_CASES[0]
+        x, w, _ = make_inputs(c, SEED + 1500, torch.float64, "cpu", bias=False, requires_grad=True)
+        try:
+            ok = torch.autograd.gradcheck(lambda x, w: conv.conv2d(x, w, None, 1, 1), (x, w))
+        except (NotImplementedError, RuntimeError) as error:
+            self.fail(f"gradcheck without a bias: {str(error).splitlines()[0]}. {HINT_WIRING}")
+        self.assertTrue(ok)
+
+
+def twin_pair(**options):
+    """An nn.Conv2d and a course Conv2d of the same options (the course one from the same
+    seed, so the same initialisation)."""
+    conv = module()
+    torch.manual_seed(SEED)
+    theirs = nn.Conv2d(**options)
+    torch.manual_seed(SEED)
+    ours = conv.Conv2d(**options)
+    return theirs, ours
+
+
+MODULE_OPTIONS = [
+    dict(in_channels=3, out_channels=8, kernel_size=3, padding=1),
+    dict(in_channels=4, out_channels=6, kernel_size=(3, 5), stride=(2, 1), padding=(1, 2),
+         dilation=(1, 2), bias=False),
+    dict(in_channels=2, out_channels=3, kernel_size=5, padding="same", dilation=2),
+    dict(in_channels=2, out_channels=3, kernel_size=3, padding="valid"),
+]
+
+
+class Conv2dModuleCpuTest(unittest.TestCase):
+    """Conv2d is a drop-in for nn.Conv2d: constructor, parameters, init, extra_repr, state_dict
+    both ways, outputs and gradients; unsupported options raise."""
+
+    def test_is_an_nn_conv2d_with_the_same_state(self):
+        for options in MODULE_OPTIONS:
+            with self.subTest(options=options):
+                theirs, ours = twin_pair(**options)
+                self.assertIsInstance(ours, nn.Conv2d, HINT_DROPIN)
+                self.assertEqual(repr(ours).replace(type(ours).__name__, "Conv2d"), repr(theirs),
+                                 f"extra_repr differs. {HINT_DROPIN}")
+                self.assertEqual(list(ours.state_dict()), list(theirs.state_dict()), HINT_DROPIN)
+                for key, value in theirs.state_dict().items():
+                    self.assertTrue(torch.equal(ours.state_dict()[key], value),
+                                    f"{key}: not nn.Conv2d's initialisation from the same seed. {HINT_DROPIN}")
+
+    def test_forward_and_backward_match_nn_conv2d(self):
+        for i, options in enumerate(MODULE_OPTIONS):
+            for dtype in (torch.float64, torch.float32):
+                with self.subTest(options=options, dtype=dtype):
+                    theirs, ours = twin_pair(**options)
+                    theirs, ours = theirs.to(dtype), ours.to(dtype)
+                    x = random_tensor((2, options["in_channels"], 11, 10), SEED + 1600 + i, dtype=dtype)
+                    y = call(ours, x, hint=HINT_DROPIN)
+                    expected = theirs(x)
+                    rtol, atol = tolerance(dtype, 200)
+                    testing.assert_close(y, expected, rtol=rtol, atol=atol,
+                                         what=f"Conv2d({options}) forward", hint=HINT_DROPIN)
+                    dy = random_tensor(tuple(expected.shape), SEED + 1650 + i, dtype=dtype)
+                    call(y.backward, dy, hint=HINT_WIRING)
+                    expected.backward(dy)
+                    for name in ("weight", "bias"):
+                        got, want = getattr(ours, name), getattr(theirs, name)
+                        if want is None:
+                            continue
+                        self.assertIsNotNone(got.grad, f"{name}.grad is None. {HINT_WIRING}")
+                        rtol, atol = tolerance(dtype, 2 * 11 * 10)
+                        testing.assert_close(got.grad, want.grad, rtol=rtol, atol=atol,
+                                             what=f"Conv2d({options}) {name}.grad", hint=HINT_WIRING)
+
+    def test_load_state_dict_both_ways(self):
+        conv = module()
+        theirs = nn.Conv2d(3, 5, 3, stride=2, padding=1)
+        ours = conv.Conv2d(3, 5, 3, stride=2, padding=1)
+        ours.load_state_dict(theirs.state_dict())  # nn.Conv2d -> Conv2d
+        x = random_tensor((2, 3, 9, 9), SEED + 1700, dtype=torch.float32)
+        testing.assert_close(call(ours, x, hint=HINT_DROPIN), theirs(x), rtol=1e-5, atol=1e-5,
+                             what="Conv2d after load_state_dict(nn.Conv2d's)", hint=HINT_DROPIN)
+        back = nn.Conv2d(3, 5, 3, stride=2, padding=1)
+        with torch.no_grad():
+            ours.weight.mul_(0.5)
+        back.load_state_dict(ours.state_dict())  # Conv2d -> nn.Conv2d
+        self.assertTrue(torch.equal(back.weight, ours.weight) and torch.equal(back.bias, ours.bias),
+                        f"nn.Conv2d.load_state_dict(Conv2d's state_dict()) did not copy. {HINT_DROPIN}")
+
+    def test_from_torch_and_convert_module(self):
+        conv = module()
+        model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 2, 1, bias=False))
+        x = random_tensor((2, 3, 8, 7), SEED + 1800)
+        expected = model(x)
+        one = call(conv.Conv2d.from_torch, model[0], hint=HINT_DROPIN)
+        self.assertIsInstance(one, conv.Conv2d, HINT_DROPIN)
+        self.assertIsNot(one.weight, model[0].weight, f"from_torch must copy the parameters. {HINT_DROPIN}")
+        testing.assert_close(call(one, x, hint=HINT_DROPIN), model[0](x), rtol=1e-5, atol=1e-5,
+                             what="Conv2d.from_torch(conv)(x)", hint=HINT_DROPIN)
+        converted = call(conv.convert_module, model, hint=HINT_DROPIN)
+        self.assertTrue(all(type(m) is not nn.Conv2d for m in converted.modules()), HINT_DROPIN)
+        testing.assert_close(call(converted, x, hint=HINT_DROPIN), expected, rtol=1e-5, atol=1e-5,
+                             what="convert_module(model)(x)", hint=HINT_DROPIN)
+
+    def test_unsupported_options_raise(self):
+        conv = module()
+        for options, word in [(dict(groups=2), "groups"), (dict(padding_mode="reflect"), "padding_mode"),
+                              (dict(padding_mode="circular"), "padding_mode"),
+                              (dict(kernel_size=4, padding="same"), "same"),
+                              (dict(dtype=torch.float16), "dtype")]:
+            with self.subTest(options=options):
+                arguments = dict(in_channels=4, out_channels=4, kernel_size=3)
+                arguments.update(options)
+                with self.assertRaises((NotImplementedError, ValueError),
+                                       msg=f"Conv2d({options}) must raise. {HINT_DROPIN}") as raised:
+                    ours = conv.Conv2d(**arguments)
+                    ours(random_tensor((1, 4, 6, 6), SEED + 1900, dtype=ours.weight.dtype))
+                self.assertIn(word, str(raised.exception),
+                              f"the error should name {word!r}: {raised.exception}. {HINT_DROPIN}")
+
+    def test_functional_rejects_groups_and_dtypes(self):
+        conv = module()
+        x = random_tensor((1, 4, 6, 6), SEED + 1950)
+        w = random_tensor((4, 2, 3, 3), SEED + 1951)
+        with self.assertRaisesRegex(NotImplementedError, "groups", msg=HINT_GIVEN):
+            conv.conv2d(x, w, groups=2)
+        with self.assertRaisesRegex(NotImplementedError, "dtype", msg=HINT_GIVEN):
+            conv.conv2d(x.half(), random_tensor((4, 4, 3, 3), SEED + 1952).half())
+
+
+class InputChecksCpuTest(unittest.TestCase):
+    def test_bad_inputs_raise(self):
+        check_bad_inputs(self, "cpu")
+
+    def test_non_contiguous_inputs_are_accepted(self):
+        c = TEST_CASES[1]
+        x, w, b = make_inputs(c, SEED + 2000, torch.float64, "cpu")
+        xt = x.transpose(2, 3).contiguous().transpose(2, 3)  # same values, other strides
+        testing.assert_close(ops().conv2d(xt, w, b, *conv_args(c)), reference_forward(c, x, w, b),
+                             rtol=1e-10, atol=1e-10, what="conv2d of a non-contiguous input", hint=HINT_GIVEN)
+
+
+@skip_unless(HAS_OP_AUTOGRAD and hasattr(torch, "compile"),
+             "torch.compile through the operator path needs PyTorch 2.4+ (register_autograd)")
+class CompileCpuTest(unittest.TestCase):
+    def test_compile_fullgraph_forward_and_backward(self):
+        run_compile(self, "cpu", backend="aot_eager")  # aot_eager: no C++ code generation on the CPU
+
+
+def run_compile(test, device, backend):
+    conv = module()
+    torch.manual_seed(SEED)
+    layer = conv.Conv2d(3, 4, 3, padding=1).to(device)
+    reference = nn.Conv2d(3, 4, 3, padding=1).to(device)
+    reference.load_state_dict(layer.state_dict())
+    x = random_tensor((2, 3, 9, 8), SEED + 2100, device=device).requires_grad_(True)
+    xr = x.detach().clone().requires_grad_(True)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: torch.relu(layer(t)), fullgraph=True, backend=backend)
+    try:
+        y = compiled(x)
+        y.sum().backward()
+    except NotImplementedError as error:
+        test.fail(f"torch.compile(fullgraph=True): {str(error).splitlines()[0]}. {HINT_DROPIN}")
+    with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+        yr = torch.relu(reference(xr))
+        yr.sum().backward()
+    testing.assert_close(y, yr, rtol=1e-5, atol=1e-5, what="torch.compile(fullgraph=True) forward",
+                         hint=HINT_DROPIN)
+    testing.assert_close(x.grad, xr.grad, rtol=1e-5, atol=1e-4, what="torch.compile backward: x.grad",
+                         hint=HINT_WIRING)
+    testing.assert_close(layer.weight.grad, reference.weight.grad, rtol=1e-5, atol=1e-4,
+                         what="torch.compile backward: weight.grad", hint=HINT_WIRING)
+
+
+# --- CUDA: on the GPU machine -----------------------------------------------------------
+
+class _CudaBase(CudaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        set_tf32(False)
+
+
+class ForwardCudaTest(_CudaBase):
+    def test_matches_f_conv2d(self):
+        for i, c in enumerate(TEST_CASES):
+            for dtype in (torch.float32, torch.float64):
+                with self.subTest(case=c.name, dtype=dtype):
+                    check_forward(self, c, dtype, "cuda", SEED + 3000 + 10 * i)
+
+
+class GradientsCudaTest(_CudaBase):
+    """Every gradient operator, fast paths and the reference kernels, vs torch.nn.grad (TF32 off)."""
+
+    def test_grad_input(self):
+        for i, c in enumerate(TEST_CASES):
+            for dtype in (torch.float32, torch.float64):
+                for op_name in ("conv2d_grad_input_gather", "conv2d_grad_input"):
+                    with self.subTest(case=c.name, dtype=dtype, op=op_name):
+                        check_grad_input(self, c, dtype, "cuda", SEED + 3200 + 10 * i, op_name, HINT_GATHER)
+
+    def test_grad_weight(self):
+        for i, c in enumerate(TEST_CASES):
+            for dtype in (torch.float32, torch.float64):
+                for op_name in ("conv2d_grad_weight_direct", "conv2d_grad_weight"):
+                    with self.subTest(case=c.name, dtype=dtype, op=op_name):
+                        check_grad_weight(self, c, dtype, "cuda", SEED + 3400 + 10 * i, op_name, HINT_WGRAD)
+
+    def test_grad_bias(self):
+        for i, c in enumerate(TEST_CASES):
+            for dtype in (torch.float32, torch.float64):
+                with self.subTest(case=c.name, dtype=dtype):
+                    check_grad_bias(self, c, dtype, "cuda", SEED + 3600 + 10 * i, HINT_BIAS_CUDA)
+
+    def test_a_resnet_sized_layer(self):
+        # Larger reductions than the shape list: N P Q = 8 * 28 * 28 products per dw element.
+        c = case("C64_28_K64_3x3", 8, 64, 28, 28, 64, 3, 3, 1, 1)
+        check_forward(self, c, torch.float32, "cuda", SEED + 3700)
+        for op_name in ("conv2d_grad_input", "conv2d_grad_input_gather"):
+            check_grad_input(self, c, torch.float32, "cuda", SEED + 3710, op_name, HINT_GATHER)
+        for op_name in ("conv2d_grad_weight", "conv2d_grad_weight_direct"):
+            check_grad_weight(self, c, torch.float32, "cuda", SEED + 3720, op_name, HINT_WGRAD)
+        check_grad_bias(self, c, torch.float32, "cuda", SEED + 3730, HINT_BIAS_CUDA)
+
+    def test_autograd_through_function_and_module(self):
+        for i, c in enumerate(TEST_CASES[:6]):
+            for through in ("function", "module"):
+                with self.subTest(case=c.name, through=through):
+                    check_autograd(self, c, torch.float32, "cuda", SEED + 3800 + 10 * i, through)
+
+    def test_side_stream(self):
+        # The kernels run on the current stream: results made on a side stream are right there.
+        c = TEST_CASES[4]
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            check_grad_input(self, c, torch.float32, "cuda", SEED + 3900, "conv2d_grad_input", HINT_GATHER)
+            check_grad_weight(self, c, torch.float32, "cuda", SEED + 3910, "conv2d_grad_weight", HINT_WGRAD)
+        stream.synchronize()
+
+
+class GradcheckCudaTest(_CudaBase):
+    def test_gradcheck(self):
+        for i, c in enumerate(GRADCHECK_CASES):
+            with self.subTest(case=c.name):
+                check_gradcheck(self, c, "cuda", SEED + 4000 + 10 * i, fast_mode=False)
+
+    def test_gradcheck_fast_mode(self):
+        for i, c in enumerate(GRADCHECK_FAST_CASES + TEST_CASES[:4]):
+            with self.subTest(case=c.name):
+                check_gradcheck(self, c, "cuda", SEED + 4100 + 10 * i, fast_mode=True)
+
+
+class DeterminismCudaTest(_CudaBase):
+    """Two backward runs give bitwise the same gradients: no atomics, fixed summation orders."""
+
+    def test_backward_is_bitwise_reproducible(self):
+        conv = module()
+        for c in (case("C64_28_K64_3x3", 8, 64, 28, 28, 64, 3, 3, 1, 1), TEST_CASES[3], TEST_CASES[5]):
+            with self.subTest(case=c.name):
+                runs = []
+                for _ in range(2):
+                    x, w, b = make_inputs(c, SEED + 4200, torch.float32, "cuda", requires_grad=True)
+                    y = call(conv.conv2d, x, w, b, c.stride, c.padding, c.dilation, hint=HINT_WIRING)
+                    call(y.backward, dy_for(c, y, SEED + 4203), hint=HINT_WIRING)
+                    runs.append((x.grad, w.grad, b.grad))
+                for name, first, second in zip(("x.grad", "weight.grad", "bias.grad"), *runs):
+                    self.assertTrue(torch.equal(first, second),
+                                    f"{c.name}: {name} differs between two runs: a kernel sums in a "
+                                    f"varying order (atomics?). {HINT_GATHER}; {HINT_WGRAD}; {HINT_BIAS_CUDA}")
+
+
+class InputChecksCudaTest(_CudaBase):
+    def test_bad_inputs_raise(self):
+        check_bad_inputs(self, "cuda")
+
+    def test_mixed_devices_raise(self):
+        x = random_tensor((2, 3, 8, 8), SEED + 4300, device="cuda")
+        w = random_tensor((4, 3, 3, 3), SEED + 4301)
+        with self.assertRaisesRegex(RuntimeError, "same device", msg=HINT_GIVEN):
+            ops().conv2d(x, w, None, [1, 1], [1, 1], [1, 1])
+
+
+class OperatorCudaTest(_CudaBase):
+    @skip_unless(HAS_OPCHECK, "torch.library.opcheck needs PyTorch 2.4+")
+    def test_opcheck(self):
+        run_opcheck(self, "cuda")
+
+    @skip_unless(HAS_OP_AUTOGRAD and hasattr(torch, "compile"),
+                 "torch.compile through the operator path needs PyTorch 2.4+ (register_autograd)")
+    def test_compile_fullgraph(self):
+        run_compile(self, "cuda", backend="inductor")
+
+
+if __name__ == "__main__":
+    unittest.main()

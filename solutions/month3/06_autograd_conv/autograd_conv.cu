@@ -1,0 +1,464 @@
+// Exercise m3.06: an autograd-capable convolution, the CUDA half. (Reference solution.)
+//
+// The CUDA kernels of the six operators (schemas in autograd_conv.cpp), templated on the
+// scalar type so that float64 versions exist for gradcheck on the GPU:
+//   forward          float32: the first kernel of the forward table below that fits (m3.03's
+//                    tiled direct convolution today; m3.04 and m3.05 plug in above it);
+//                    float64: one thread per output over forward_at (conv_backward.h).
+//   grad-input       the GATHER kernel: one thread per dx element over grad_input_at (part
+//                    m3.06a); deterministic, no atomics, any stride. For stride 1 (and
+//                    padding <= dilation * (R - 1)) conv2d_grad_input instead runs the
+//                    forward table on dy with the flipped, transposed filters: the
+//                    transposed convolution IS a forward convolution then (README.md).
+//   grad-weight      conv2d_grad_weight_direct: one block per dw element, the block's
+//                    threads each summing a strided part of the N * P * Q products
+//                    (grad_weight_partial, part m3.06b), then one block reduction in a
+//                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as a cuBLAS GEMM
+//                    in true float32 (or float64): the reduction over N * P * Q is what a
+//                    GEMM is built for, and cuBLAS's is deterministic.
+//   grad-bias        one block per output channel, a strided sum per thread and m2.06's warp
+//                    reduction (part m3.06c).
+// Every launch runs on PyTorch's current stream and is checked (C10_CUDA_KERNEL_LAUNCH_CHECK).
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>  // at::cuda::getCurrentCUDABlasHandle
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
+#include "autograd_conv.h"
+#include "conv_backward.h"
+#include "course/launch.h"
+#include "direct_conv.h"  // m3.03: conv2d_direct_tiled (yours or the reference, load_extension.py)
+
+namespace course {
+namespace {
+
+constexpr int kThreads = 256;        // one-thread-per-element kernels
+constexpr int kReduceThreads = 256;  // the reductions: 8 warps per block
+static_assert(kReduceThreads % 32 == 0 && kReduceThreads <= 1024,
+              "a reduction block must be whole warps, at most 1024 threads");
+
+// m2.06's warp reduction, for float and double: after five shuffle steps lane 0 holds the
+// sum of the 32 lanes' values.
+template <typename T>
+__device__ __forceinline__ T warp_reduce_sum(T value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_down_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+// The sum of `value` over the kReduceThreads threads of the block, in thread 0 (the other
+// threads get a part). Every run adds in the same order: the result is bitwise reproducible.
+// Call it from every thread of the block (it synchronises).
+template <typename T>
+__device__ __forceinline__ T block_reduce_sum(T value) {
+  __shared__ T warp_sums[kReduceThreads / 32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  value = warp_reduce_sum(value);
+  if (lane == 0) warp_sums[warp] = value;
+  __syncthreads();
+  if (warp == 0) value = warp_reduce_sum(lane < kReduceThreads / 32 ? warp_sums[lane] : T(0));
+  return value;
+}
+
+// Forward, one thread per output element (float64, and the fallback).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    forward_direct_kernel(ConvShape s, const T* __restrict__ x, const T* __restrict__ w,
+                          const T* __restrict__ bias, T* __restrict__ y) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t{s.N} * s.K * s.P() * s.Q()) return;
+  const int q = static_cast<int>(i % s.Q());
+  const int p = static_cast<int>((i / s.Q()) % s.P());
+  const int k = static_cast<int>((i / (std::int64_t{s.Q()} * s.P())) % s.K);
+  const int n = static_cast<int>(i / (std::int64_t{s.Q()} * s.P() * s.K));
+  y[i] = forward_at(s, x, w, bias, n, k, p, q);
+}
+
+// dx by the gather, one thread per input element: consecutive threads take consecutive
+// columns, so their dy reads are consecutive and their w reads the same address.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    grad_input_gather_kernel(ConvShape s, const T* __restrict__ dy, const T* __restrict__ w,
+                             T* __restrict__ dx) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t{s.N} * s.C * s.H * s.W) return;
+  const int col = static_cast<int>(i % s.W);
+  const int h = static_cast<int>((i / s.W) % s.H);
+  const int c = static_cast<int>((i / (std::int64_t{s.W} * s.H)) % s.C);
+  const int n = static_cast<int>(i / (std::int64_t{s.W} * s.H * s.C));
+  dx[i] = grad_input_at(s, dy, w, n, c, h, col);
+}
+
+// dw, one block per element dw[k][c][r][t] (blockIdx.x = ((k * C + c) * R + r) * S + t):
+// thread j sums the pixels j, j + kReduceThreads, ... (consecutive threads read consecutive
+// columns of dy and x), then the block adds the parts.
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads)
+    grad_weight_direct_kernel(ConvShape s, const T* __restrict__ dy, const T* __restrict__ x,
+                              T* __restrict__ dw) {
+  const std::int64_t e = blockIdx.x;
+  const int t = static_cast<int>(e % s.S);
+  const int r = static_cast<int>((e / s.S) % s.R);
+  const int c = static_cast<int>((e / (std::int64_t{s.S} * s.R)) % s.C);
+  const int k = static_cast<int>(e / (std::int64_t{s.S} * s.R * s.C));
+  const T part = grad_weight_partial(s, dy, x, k, c, r, t, threadIdx.x, kReduceThreads);
+  const T sum = block_reduce_sum(part);
+  if (threadIdx.x == 0) dw[e] = sum;
+}
+// ---- end of given ----
+
+// db[k] = sum over n, p, q of dy[n][k][p][q]: one block of kReduceThreads threads per output
+// channel k (blockIdx.x = k); dy is [N][K][pixels], pixels = P * Q.
+template <typename T>
+__global__ void __launch_bounds__(kReduceThreads)
+    grad_bias_kernel(const T* __restrict__ dy, T* __restrict__ db, int N, int K,
+                     std::int64_t pixels) {
+  // The solution: thread j adds the elements j, j + kReduceThreads, ... of the channel's
+  // N * pixels values (element i is image i / pixels, pixel i % pixels: consecutive threads
+  // read consecutive addresses), then block_reduce_sum adds the 256 parts in a fixed order,
+  // warp by warp with shuffles (m2.06), and thread 0 writes the result.
+  const int k = blockIdx.x;
+  T sum = T(0);
+  for (std::int64_t i = threadIdx.x; i < N * pixels; i += kReduceThreads) {
+    const std::int64_t n = i / pixels, j = i % pixels;
+    sum += dy[(n * K + k) * pixels + j];
+  }
+  sum = block_reduce_sum(sum);
+  if (threadIdx.x == 0) db[k] = sum;
+}
+
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
+// w2[c][k][r][t] = w[k][c][R - 1 - r][S - 1 - t]: the filters of the transposed convolution.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    flip_transpose_kernel(ConvShape s, const T* __restrict__ w, T* __restrict__ w2) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t{s.K} * s.C * s.R * s.S) return;
+  const int t = static_cast<int>(i % s.S);
+  const int r = static_cast<int>((i / s.S) % s.R);
+  const int k = static_cast<int>((i / (std::int64_t{s.S} * s.R)) % s.K);
+  const int c = static_cast<int>(i / (std::int64_t{s.S} * s.R * s.K));  // w2 is [C][K][R][S]
+  w2[i] = w[conv_weight_index(ConvLayout::nchw, s, k, c, s.R - 1 - r, s.S - 1 - t)];
+}
+
+// im2col of images n0 .. n0 + images - 1: col[(c * R + r) * S + t][j], j = (n - n0) * P * Q +
+// p * Q + q, is x[n][c][h(p, r)][w(q, t)] or 0 in the padding. One thread per element.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    im2col_kernel(ConvShape s, const T* __restrict__ x, int n0, int images, T* __restrict__ col) {
+  const std::int64_t pixels = std::int64_t{s.P()} * s.Q();
+  const std::int64_t columns = pixels * images;
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= columns * s.C * s.R * s.S) return;
+  const std::int64_t j = i % columns, row = i / columns;
+  const int t = static_cast<int>(row % s.S);
+  const int r = static_cast<int>((row / s.S) % s.R);
+  const int c = static_cast<int>(row / (std::int64_t{s.S} * s.R));
+  const int n = n0 + static_cast<int>(j / pixels);
+  const int p = static_cast<int>((j % pixels) / s.Q()), q = static_cast<int>(j % s.Q());
+  const int h = p * s.stride_h - s.pad_h + r * s.dilation_h;
+  const int w = q * s.stride_w - s.pad_w + t * s.dilation_w;
+  const bool inside = h >= 0 && h < s.H && w >= 0 && w < s.W;
+  col[i] = inside ? x[conv_input_index(ConvLayout::nchw, s, n, c, h, w)] : T(0);
+}
+
+// dyT[k][n * P * Q + j] = dy[n][k][j]: dY as the [K x N P Q] matrix of the GEMM.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    output_to_rows_kernel(const T* __restrict__ dy, T* __restrict__ dyT, int N, int K,
+                          std::int64_t pixels) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t{N} * K * pixels) return;
+  const std::int64_t j = i % pixels, k = (i / pixels) % K, n = i / (pixels * K);
+  dyT[k * N * pixels + n * pixels + j] = dy[i];
+}
+
+// Column-major C[m x n] = op(A)[m x k] * B[k x n] + beta C, float or double.
+cublasStatus_t gemm_tn(cublasHandle_t handle, int m, int n, int k, const float* a, int lda,
+                       const float* b, int ldb, float beta, float* c, int ldc) {
+  const float alpha = 1.0f;
+  return cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda, b, ldb, &beta, c,
+                     ldc);
+}
+cublasStatus_t gemm_tn(cublasHandle_t handle, int m, int n, int k, const double* a, int lda,
+                       const double* b, int ldb, double beta, double* c, int ldc) {
+  const double alpha = 1.0;
+  return cublasDgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda, b, ldb, &beta, c,
+                     ldc);
+}
+
+unsigned int blocks_for(const char* op, std::int64_t items, int threads) {
+  try {
+    return grid_blocks_1d(op, items, threads);
+  } catch (const std::invalid_argument& error) {
+    TORCH_CHECK(false, error.what());
+  }
+  return 0;  // not reached
+}
+
+const at::Tensor* defined_or_null(const c10::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? &*t : nullptr;
+}
+
+// ---- The forward's choice of kernel ----
+// Every forward kernel the op can run on CUDA, in order of preference: the first whose fits()
+// accepts the problem runs. m3.04 (im2col + cuBLAS, float32 NCHW) and m3.05 (implicit GEMM,
+// float16 channels_last) add their rows ABOVE m3.03's when they land; nothing else changes.
+// The stride-1 grad-input path runs through the same table, so it speeds up with them.
+// x, w, y are contiguous NCHW tensors of the problem's dtype; bias is null or K values.
+using ForwardRun = void (*)(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
+                            const at::Tensor* bias, at::Tensor& y, cudaStream_t stream);
+struct ForwardKernel {
+  const char* name;
+  bool (*fits)(const ConvShape& s, at::ScalarType dtype);
+  ForwardRun run;
+};
+
+bool is_float32(const ConvShape&, at::ScalarType dtype) { return dtype == at::kFloat; }
+bool is_float64(const ConvShape&, at::ScalarType dtype) { return dtype == at::kDouble; }
+
+void run_m3_03_tiled(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
+                     const at::Tensor* bias, at::Tensor& y, cudaStream_t stream) {
+  // m3.03's launcher checks the shape and launches (it hands shapes whose patch does not fit
+  // its shared memory to m3.03's naive kernel itself).
+  impl::conv2d_direct_tiled(s, x.data_ptr<float>(), w.data_ptr<float>(),
+                            bias ? bias->data_ptr<float>() : nullptr, y.data_ptr<float>(), stream);
+}
+
+template <typename T>
+void run_direct(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
+                const at::Tensor* bias, at::Tensor& y, cudaStream_t stream) {
+  forward_direct_kernel<T>
+      <<<blocks_for("conv2d", s.output_elements(), kThreads), kThreads, 0, stream>>>(
+          s, x.data_ptr<T>(), w.data_ptr<T>(), bias ? bias->data_ptr<T>() : nullptr,
+          y.data_ptr<T>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+const ForwardKernel kForwardKernels[] = {
+    // {"m3_05_implicit_gemm", fits_fp16_channels_last, &run_m3_05},   (m3.05, when it lands)
+    // {"m3_04_im2col_gemm", is_float32, &run_m3_04},                   (m3.04, when it lands)
+    {"m3_03_direct_tiled", is_float32, &run_m3_03_tiled},
+    {"direct_fp64", is_float64, &run_direct<double>},
+};
+
+void run_forward(const char* op, const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
+                 const at::Tensor* bias, at::Tensor& y) {
+  if (s.N == 0) return;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  for (const ForwardKernel& kernel : kForwardKernels) {
+    if (!kernel.fits(s, x.scalar_type())) continue;
+    try {
+      kernel.run(s, x, w, bias, y, stream);
+    } catch (const c10::Error&) {
+      throw;
+    } catch (const std::exception& error) {  // m3.03's std::invalid_argument, course::CudaError
+      TORCH_CHECK(false, op, ": the forward kernel ", kernel.name, " failed: ", error.what());
+    }
+    return;
+  }
+  TORCH_CHECK(false, op, ": no CUDA forward kernel for ", x.dtype(), " (", to_string(s), ")");
+}
+
+// ---- The operators ----
+at::Tensor conv2d_cuda(const at::Tensor& input, const at::Tensor& weight,
+                       const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                       at::IntArrayRef padding, at::IntArrayRef dilation) {
+  const ConvShape s =
+      check_conv_arguments("conv2d", input, weight, bias, stride, padding, dilation);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const at::Tensor x = input.contiguous(), w = weight.contiguous();
+  const at::Tensor* b = defined_or_null(bias);
+  const at::Tensor b_contiguous = b ? b->contiguous() : at::Tensor();
+  at::Tensor y = at::empty({s.N, s.K, s.P(), s.Q()}, x.options());
+  run_forward("conv2d", s, x, w, b ? &b_contiguous : nullptr, y);
+  return y;
+}
+
+at::Tensor grad_input_gather(const char* op, const ConvShape& s, const at::Tensor& dy,
+                             const at::Tensor& w) {
+  at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, dy.options());
+  if (s.N == 0) return dx;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_input_gather", [&] {
+    grad_input_gather_kernel<scalar_t>
+        <<<blocks_for(op, s.input_elements(), kThreads), kThreads, 0, stream>>>(
+            s, dy.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return dx;
+}
+
+// For stride 1, dx[n][c][h][w] = sum_{k,r,s} dy[n][k][h + pad - r d][..] w[k][c][r][s] is the
+// forward convolution of dy (K channels, P x Q) with w2[c][k][r][s] = w[k][c][R-1-r][S-1-s],
+// padding d (R - 1) - pad and the same dilation: its output is H x W again. That needs a
+// padding >= 0, i.e. pad <= d (R - 1).
+bool grad_input_as_forward_fits(const ConvShape& s) {
+  return s.stride_h == 1 && s.stride_w == 1 && s.pad_h <= s.dilation_h * (s.R - 1) &&
+         s.pad_w <= s.dilation_w * (s.S - 1);
+}
+
+at::Tensor grad_input_as_forward(const char* op, const ConvShape& s, const at::Tensor& dy,
+                                 const at::Tensor& w) {
+  ConvShape t = s;
+  t.C = s.K, t.H = s.P(), t.W = s.Q(), t.K = s.C;
+  t.pad_h = s.dilation_h * (s.R - 1) - s.pad_h, t.pad_w = s.dilation_w * (s.S - 1) - s.pad_w;
+  TORCH_INTERNAL_ASSERT(t.P() == s.H && t.Q() == s.W, op, ": the transposed shape is wrong");
+  at::Tensor w2 = at::empty({s.C, s.K, s.R, s.S}, w.options());
+  at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, dy.options());
+  if (s.N == 0) return dx;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(w.scalar_type(), "flip_transpose", [&] {
+    flip_transpose_kernel<scalar_t>
+        <<<blocks_for(op, s.weight_elements(), kThreads), kThreads, 0, stream>>>(
+            s, w.data_ptr<scalar_t>(), w2.data_ptr<scalar_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  run_forward(op, t, dy, w2, nullptr, dx);
+  return dx;
+}
+
+at::Tensor conv2d_grad_input_cuda(const at::Tensor& grad_output, const at::Tensor& input,
+                                  const at::Tensor& weight, at::IntArrayRef stride,
+                                  at::IntArrayRef padding, at::IntArrayRef dilation) {
+  const char* op = "conv2d_grad_input";
+  const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
+  check_grad_output(op, s, grad_output, input);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const at::Tensor dy = grad_output.contiguous(), w = weight.contiguous();
+  return grad_input_as_forward_fits(s) ? grad_input_as_forward(op, s, dy, w)
+                                       : grad_input_gather(op, s, dy, w);
+}
+
+at::Tensor conv2d_grad_input_gather_cuda(const at::Tensor& grad_output, const at::Tensor& input,
+                                         const at::Tensor& weight, at::IntArrayRef stride,
+                                         at::IntArrayRef padding, at::IntArrayRef dilation) {
+  const char* op = "conv2d_grad_input_gather";
+  const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
+  check_grad_output(op, s, grad_output, input);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  return grad_input_gather(op, s, grad_output.contiguous(), weight.contiguous());
+}
+
+at::Tensor conv2d_grad_weight_direct_cuda(const at::Tensor& grad_output, const at::Tensor& input,
+                                          const at::Tensor& weight, at::IntArrayRef stride,
+                                          at::IntArrayRef padding, at::IntArrayRef dilation) {
+  const char* op = "conv2d_grad_weight_direct";
+  const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
+  check_grad_output(op, s, grad_output, input);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const at::Tensor dy = grad_output.contiguous(), x = input.contiguous();
+  at::Tensor dw = at::empty({s.K, s.C, s.R, s.S}, dy.options());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_weight_direct", [&] {
+    grad_weight_direct_kernel<scalar_t>
+        <<<blocks_for(op, s.weight_elements(), 1), kReduceThreads, 0, stream>>>(
+            s, dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), dw.data_ptr<scalar_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return dw;
+}
+
+// dw[K x CRS] = dY[K x NPQ] * im2col(x)^T[NPQ x CRS], in chunks of images whose im2col
+// matrix holds at most kColumnBudget elements; each chunk's GEMM adds to dw (beta = 1), in
+// order. Row-major dw is the column-major [CRS x K] matrix, so cuBLAS computes
+//   dw^T[CRS x K] = col[CRS x L] * dYchunk^T[L x K],  col given as its column-major transpose.
+at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tensor& input,
+                                   const at::Tensor& weight, at::IntArrayRef stride,
+                                   at::IntArrayRef padding, at::IntArrayRef dilation) {
+  const char* op = "conv2d_grad_weight";
+  const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
+  check_grad_output(op, s, grad_output, input);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const at::Tensor dy = grad_output.contiguous(), x = input.contiguous();
+  at::Tensor dw = at::zeros({s.K, s.C, s.R, s.S}, dy.options());
+  if (s.N == 0) return dw;
+  constexpr std::int64_t kColumnBudget = std::int64_t{1} << 26;  // 256 MiB of float32
+  const std::int64_t pixels = std::int64_t{s.P()} * s.Q(), crs = s.gemm_k();
+  const std::int64_t npq = pixels * s.N;
+  TORCH_CHECK(npq <= std::numeric_limits<int>::max(), op, ": N * P * Q must fit in int, got ",
+              std::to_string(npq));
+  const int chunk = static_cast<int>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(s.N, kColumnBudget / (crs * pixels))));
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  at::Tensor rows = at::empty({s.K, npq}, dy.options());
+  at::Tensor col = at::empty({crs, chunk * pixels}, dy.options());
+  cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
+  // True float32: no TF32, whatever PyTorch's handle was set to (restored below).
+  cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
+  TORCH_CHECK(cublasGetMathMode(handle, &math_mode) == CUBLAS_STATUS_SUCCESS, op,
+              ": cublasGetMathMode failed");
+  TORCH_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS, op,
+              ": cublasSetMathMode failed");
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_weight", [&] {
+    output_to_rows_kernel<scalar_t><<<blocks_for(op, npq * s.K, kThreads), kThreads, 0, stream>>>(
+        dy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(), s.N, s.K, pixels);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    for (int n0 = 0; n0 < s.N && status == CUBLAS_STATUS_SUCCESS; n0 += chunk) {
+      const int images = std::min(chunk, s.N - n0);
+      const std::int64_t columns = images * pixels;
+      im2col_kernel<scalar_t><<<blocks_for(op, columns * crs, kThreads), kThreads, 0, stream>>>(
+          s, x.data_ptr<scalar_t>(), n0, images, col.data_ptr<scalar_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      status = gemm_tn(handle, static_cast<int>(crs), s.K, static_cast<int>(columns),
+                       col.data_ptr<scalar_t>(), static_cast<int>(columns),
+                       rows.data_ptr<scalar_t>() + n0 * pixels, static_cast<int>(npq),
+                       scalar_t(n0 == 0 ? 0 : 1), dw.data_ptr<scalar_t>(), static_cast<int>(crs));
+    }
+  });
+  cublasSetMathMode(handle, math_mode);
+  TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op, ": the cuBLAS GEMM failed with status ",
+              std::to_string(static_cast<int>(status)));
+  return dw;
+}
+
+at::Tensor conv2d_grad_bias_cuda(const at::Tensor& grad_output) {
+  const char* op = "conv2d_grad_bias";
+  TORCH_CHECK(grad_output.defined() && grad_output.dim() == 4, op,
+              ": grad_output must be 4-D [N, K, P, Q], got shape ",
+              shape_string(grad_output.sizes()));
+  TORCH_CHECK(grad_output.scalar_type() == at::kFloat || grad_output.scalar_type() == at::kDouble,
+              op, ": grad_output must be float32 or float64, got ", grad_output.dtype());
+  TORCH_CHECK(grad_output.numel() <= std::numeric_limits<int>::max(), op,
+              ": grad_output must have fewer than 2^31 elements");
+  const c10::cuda::CUDAGuard device_guard(grad_output.device());
+  const at::Tensor dy = grad_output.contiguous();
+  const int N = static_cast<int>(dy.size(0)), K = static_cast<int>(dy.size(1));
+  const std::int64_t pixels = dy.size(2) * dy.size(3);
+  at::Tensor db = at::empty({K}, dy.options());
+  if (K == 0) return db;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_bias", [&] {
+    grad_bias_kernel<scalar_t><<<K, kReduceThreads, 0, stream>>>(
+        dy.data_ptr<scalar_t>(), db.data_ptr<scalar_t>(), N, K, pixels);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return db;
+}
+
+}  // namespace
+
+COURSE_TORCH_LIBRARY_IMPL(CUDA, m) {
+  m.impl("conv2d", &conv2d_cuda);
+  m.impl("conv2d_grad_input", &conv2d_grad_input_cuda);
+  m.impl("conv2d_grad_input_gather", &conv2d_grad_input_gather_cuda);
+  m.impl("conv2d_grad_weight", &conv2d_grad_weight_cuda);
+  m.impl("conv2d_grad_weight_direct", &conv2d_grad_weight_direct_cuda);
+  m.impl("conv2d_grad_bias", &conv2d_grad_bias_cuda);
+}
+
+}  // namespace course
+// ---- end of given ----
