@@ -116,10 +116,9 @@ def bench_layer(rows, timer, spec, impls, parts):
 
 def main():
     args = parse_args()
-    if not torch.cuda.is_available():
-        print(f"{PROGRAM}: no CUDA GPU to benchmark on (torch {torch.__version__}); benchmarks need one.",
-              file=sys.stderr)
-        return 2
+    no_gpu = benchmarking.cuda_or_exit_code(__file__)
+    if no_gpu is not None:
+        return no_gpu
     import load_extension  # builds the extensions (minutes the first time)
 
     torch.backends.cudnn.benchmark = True  # cuDNN picks its algorithms per shape, as in training
@@ -148,14 +147,7 @@ def main():
         tflops = f"{row['TFLOPS']:>8.2f}" if "TFLOPS" in row else " " * 8
         shown = f"{ratio:>8.2f}" if ratio is not None and row["name"].startswith("conv_fwd_bwd") else ""
         print(f"{row['name']:<64} {row['ms'] * 1e3:>10.1f} {tflops} {shown}")
-    if args.json:
-        benchmarking.write_json(args.json, rows, program=__file__, timer=timer, facts=facts)
-        print(f"{PROGRAM}: wrote {args.json}")
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        print(f"{PROGRAM}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts)
 
 
 if __name__ == "__main__":
