@@ -7,15 +7,16 @@ Which month-2 kernels: your m3.01 is built from YOUR month-2 sources,
     month2/07_wmma/mma_gemm.cu                            (m2.07, float16)
 so that the module runs the kernels you wrote. If you skipped those exercises (or they do not
 pass their tests yet), build with the reference month-2 sources instead:
-    COURSE_M301_MONTH2=solution ./course grade m3_01
+    COURSE_EARLIER_KERNELS=solution ./course grade m3_01
 The reference m3.01 (solutions/month3/01_pybind_gemm) always uses the reference month 2.
 """
-import os
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent          # month3/01_pybind_gemm
 ROOT = HERE.parents[1]                           # the repository
-MONTH2_SETTING = "COURSE_M301_MONTH2"            # exercise (default) or solution
+sys.path.insert(0, str(ROOT / "common" / "python"))  # course_harness (its paths module needs no torch)
+from course_harness.paths import earlier_impl  # noqa: E402
 IMPLS = ("exercise", "solution")
 
 # torch.utils.cpp_extension compiles .cu files with -D__CUDA_NO_HALF_OPERATORS__ and its
@@ -27,16 +28,9 @@ NVCC_FLAGS = ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
 
 
 def month2_impl(impl):
-    """Whose month-2 kernels the m3.01 version `impl` is built with: 'exercise' or 'solution'."""
-    if impl not in IMPLS:
-        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-    if impl == "solution":
-        return "solution"
-    value = os.environ.get(MONTH2_SETTING, "").strip() or "exercise"
-    if value not in IMPLS:
-        raise ValueError(f"{MONTH2_SETTING} must be 'exercise' (your month-2 sources, the default) "
-                         f"or 'solution' (the reference ones), got {value!r}")
-    return value
+    """Whose month-2 kernels the m3.01 version `impl` is built with: 'exercise' or 'solution'
+    (course_harness.paths.earlier_impl: COURSE_EARLIER_KERNELS=solution for the reference)."""
+    return earlier_impl(impl)
 
 
 def month2_sources(month2):

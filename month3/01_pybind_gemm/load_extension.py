@@ -9,7 +9,7 @@
 One shared library holds both: importing it (the harness's python_module=True) runs its
 TORCH_LIBRARY blocks too. The first call compiles pybind_gemm.cpp and, where this PyTorch
 and machine have CUDA, the month-2 kernels (a few minutes with nvcc; later calls reuse the
-build). Which month-2 sources: build_config.py (COURSE_M301_MONTH2=solution for the
+build). Which month-2 sources: build_config.py (COURSE_EARLIER_KERNELS=solution for the
 reference ones). How and where it builds: common/python/course_harness/extension.py.
 """
 import functools

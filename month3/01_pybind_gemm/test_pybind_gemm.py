@@ -6,7 +6,7 @@ ctest runs each test class below as one test (see cmake/CoursePython.cmake):
 Or run them yourself, with the Python that has PyTorch:
     python3 -m pytest -v month3/01_pybind_gemm/test_pybind_gemm.py
     COURSE_IMPL=solution python3 -m pytest -v month3/01_pybind_gemm/test_pybind_gemm.py
-    COURSE_M301_MONTH2=solution python3 -m pytest ...   (your m3.01 on the reference month 2)
+    COURSE_EARLIER_KERNELS=solution python3 -m pytest ...   (your m3.01 on the reference month 2)
 
 Classes whose name contains "Cuda" need a GPU and skip themselves without one; the others
 run without one (the input checks, the binding, the registration, the wheel), so they grade

@@ -18,7 +18,6 @@ Without CUDA (PyTorch 1.13 in CI) only dlpack_buffer.cpp is built, and the modul
 CPU path: Buffers in host memory, add_in_place as a CPU loop.
 """
 import functools
-import os
 import sys
 from pathlib import Path
 
@@ -32,11 +31,8 @@ cuda_status = extension.cuda_status
 
 
 def earlier_kernels(impl):
-    """Whose m1.01 kernel to build: the same implementation, or COURSE_EARLIER_KERNELS."""
-    chosen = os.environ.get("COURSE_EARLIER_KERNELS", "").strip() or impl
-    if chosen not in paths.IMPLS:
-        raise ValueError(f"COURSE_EARLIER_KERNELS must be one of {paths.IMPLS}, got {chosen!r}")
-    return chosen
+    """Whose m1.01 kernel to build (course_harness.paths.earlier_impl: COURSE_EARLIER_KERNELS)."""
+    return paths.earlier_impl(impl)
 
 
 def module_name(impl):

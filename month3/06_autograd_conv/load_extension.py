@@ -12,13 +12,12 @@ the operators), then imports autograd_conv.py of the same version and binds it t
 
 Which m3.03 sources: your m3.06 is built with YOUR m3.03 (month3/03_direct_conv), so the
 forward runs the kernel you wrote. If m3.03 does not pass its tests yet, build with the
-reference instead:  COURSE_M306_CONV=solution ./course grade m3_06
+reference instead:  COURSE_EARLIER_KERNELS=solution ./course grade m3_06
 The reference m3.06 always uses the reference m3.03. How and where it builds:
 common/python/course_harness/extension.py.
 """
 import functools
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -30,7 +29,6 @@ sys.path.insert(0, str(ROOT / "common" / "python"))  # course_harness, when run 
 from course_harness import extension, paths  # noqa: E402
 
 EXERCISE = "m3_06"
-CONV_SETTING = "COURSE_M306_CONV"  # whose m3.03: exercise (default) or solution
 cuda_status = extension.cuda_status
 
 
@@ -40,14 +38,8 @@ def namespace(impl):
 
 
 def conv_impl(impl):
-    """Whose m3.03 kernels the m3.06 version `impl` is built with."""
-    if impl == "solution":
-        return "solution"
-    value = os.environ.get(CONV_SETTING, "").strip() or "exercise"
-    if value not in paths.IMPLS:
-        raise ValueError(f"{CONV_SETTING} must be 'exercise' (your m3.03, the default) or "
-                         f"'solution' (the reference m3.03), got {value!r}")
-    return value
+    """Whose m3.03 kernels the m3.06 version `impl` is built with (COURSE_EARLIER_KERNELS)."""
+    return paths.earlier_impl(impl)
 
 
 def m3_03_sources(who):

@@ -44,3 +44,24 @@ def build_tree():
     """The CMake build folder when ctest or ./course runs us (COURSE_BUILD_DIR), else None."""
     value = os.environ.get("COURSE_BUILD_DIR")
     return Path(value) if value else None
+
+
+# The one setting that points an exercise built on earlier exercises' kernels (m3.01 on
+# month 2's GEMMs, m3.02 on m1.01, m3.06 on m3.03, ...) at the reference versions of those
+# kernels, for a learner who skipped them or wants to tell two bugs apart:
+#   COURSE_EARLIER_KERNELS=solution ./course grade m3_01
+EARLIER_KERNELS_SETTING = "COURSE_EARLIER_KERNELS"
+
+
+def earlier_impl(impl):
+    """Whose earlier kernels version `impl` builds on: the solution always on the reference's;
+    your exercise on yours, unless COURSE_EARLIER_KERNELS=solution."""
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    if impl == "solution":
+        return "solution"
+    value = os.environ.get(EARLIER_KERNELS_SETTING, "").strip() or "exercise"
+    if value not in IMPLS:
+        raise ValueError(f"{EARLIER_KERNELS_SETTING} must be 'exercise' (your earlier kernels, the "
+                         f"default) or 'solution' (the reference ones), got {value!r}")
+    return value
