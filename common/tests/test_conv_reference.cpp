@@ -129,24 +129,7 @@ TEST_P(ConvReferenceTest, ForwardMatchesIm2colTimesTheGemmReference) {
   const auto x = random_values(s.input_elements(), 1);
   const auto w = random_values(s.weight_elements(), 2);
   const int rows = static_cast<int>(s.gemm_k()), cols = s.N * P * Q;
-  std::vector<float> x_col(static_cast<std::size_t>(rows) * cols, 0.0f);
-  for (int c = 0; c < s.C; ++c) {
-    for (int r = 0; r < s.R; ++r) {
-      for (int t = 0; t < s.S; ++t) {
-        for (int n = 0; n < s.N; ++n) {
-          for (int p = 0; p < P; ++p) {
-            for (int q = 0; q < Q; ++q) {
-              const int h = p * s.stride_h - s.pad_h + r * s.dilation_h;
-              const int col = q * s.stride_w - s.pad_w + t * s.dilation_w;
-              if (h < 0 || h >= s.H || col < 0 || col >= s.W) continue;
-              x_col[static_cast<std::size_t>((c * s.R + r) * s.S + t) * cols + (n * P + p) * Q + q] =
-                  x[course::conv_input_index(ConvLayout::nchw, s, n, c, h, col)];
-            }
-          }
-        }
-      }
-    }
-  }
+  const std::vector<float> x_col = course::reference_im2col(s, x, 0, s.N);
   const std::vector<double> gemm =
       course::reference_gemm(course::GemmShape{s.K, cols, rows}, 1.0f, w, x_col, 0.0f, {});
   const std::vector<double> y = course::reference_conv2d(s, ConvLayout::nchw, x, w);
