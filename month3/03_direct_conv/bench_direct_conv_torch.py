@@ -12,7 +12,8 @@ Rows, named like the C++ benchmarks' (<family>/<implementation>/<layer>):
                                                  fair comparison for a float32 kernel.
 
 The layers are course::conv_resnet_layers() (common/include/course/conv_reference.h), NCHW,
-no bias. Every row is checked before it is timed against F.conv2d in float64 (on the GPU),
+no bias; the layer list, the check and the cuDNN rows are shared with m3.04's benchmark
+(common/python/course_harness/conv_bench.py). Every row is checked before it is timed against F.conv2d in float64 (on the GPU),
 within the tolerance the C++ tests use (conv_tolerance: atol = 1e-5 + 8 * 2^-24 * C*R*S,
 rtol = 1.3e-6; for TF32 rows a TF32 one). TFLOPS counts 2 N K P Q C R S. Times are the median
 over --iterations runs, each between two CUDA events, after --warmup runs (which also let
@@ -25,115 +26,12 @@ cudnn.benchmark pick its algorithm), with the L2 cache flushed before each run.
 m3_03_direct_conv_torch.json, beside the C++ benchmark's m3_03_direct_conv.json).
 Exits with status 2 and a one-line explanation when there is no CUDA GPU.
 """
-import argparse
-import math
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "python"))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from course_harness import benchmarking  # noqa: E402
-
-PROGRAM = os.path.basename(__file__)
-
-# course::conv_resnet_layers(): (name, N, C, H = W, K, R = S, stride, pad). Keep in step with
-# common/include/course/conv_reference.h, so the rows line up with the C++ benchmark's.
-LAYERS = [
-    ("ResNet_C64_56_K64_3x3", 32, 64, 56, 64, 3, 1, 1),
-    ("ResNet_C128_28_K128_3x3", 32, 128, 28, 128, 3, 1, 1),
-    ("ResNet_C256_14_K256_3x3", 32, 256, 14, 256, 3, 1, 1),
-    ("ResNet_C512_7_K512_3x3", 64, 512, 7, 512, 3, 1, 1),
-    ("ResNet_C64_56_K256_1x1", 32, 64, 56, 256, 1, 1, 0),
-    ("ResNet_Stem_C3_224_K64_7x7", 32, 3, 224, 64, 7, 2, 3),
-]
-
-
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
-    parser.add_argument("--tf32", action="store_true", help="add conv_tf32 rows (TF32 on, for contrast)")
-    parser.add_argument("--filter", default="", help="only layers whose name contains this")
-    parser.add_argument("--iterations", type=int, default=50, help="timed runs per row (default 50)")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
-    parser.add_argument("--no-flush-l2", action="store_true", help="do not flush the L2 cache between runs")
-    return parser.parse_args()
-
-
-def set_tf32(enabled):
-    """Both switches, explicitly: cuDNN's default is TF32 on, cuBLAS's is off."""
-    torch.backends.cudnn.allow_tf32 = enabled
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-
-
-def tolerance(precision, products):
-    """conv_tolerance(fp32, C*R*S) of the C++ tests; for TF32 the inputs are rounded to 10
-    mantissa bits, an error of about 2^-11 per product that adds up like a random walk."""
-    if precision == "fp32":
-        return 1e-5 + 8.0 * 2.0 ** -24 * products, 1.3e-6
-    return 1e-5 + 2.0 ** -10 * math.sqrt(products), 1e-3
-
-
-def bench_layer(rows, timer, layer, precisions):
-    name, n, c, hw, k, r, stride, pad = layer
-    generator = torch.Generator(device="cuda").manual_seed(3000)
-    x = torch.rand(n, c, hw, hw, device="cuda", generator=generator) * 2 - 1
-    w = torch.rand(k, c, r, r, device="cuda", generator=generator) * 2 - 1
-    expected = F.conv2d(x.double(), w.double(), stride=stride, padding=pad)
-    _, _, p, q = expected.shape
-    flops = 2.0 * n * k * p * q * c * r * r
-    bytes_moved = 4.0 * (x.numel() + w.numel() + expected.numel())
-    for precision in precisions:
-        set_tf32(precision == "tf32")
-        atol, rtol = tolerance(precision, c * r * r)
-
-        def check(y):
-            torch.testing.assert_close(y.double(), expected, atol=atol, rtol=rtol)
-
-        benchmarking.measure(
-            rows, timer, f"conv_{precision}/cudnn_torch/{name}",
-            lambda: F.conv2d(x, w, stride=stride, padding=pad), check,
-            TFLOPS=lambda ms: flops / (ms * 1e-3) / 1e12,
-            GBps=lambda ms: bytes_moved / (ms * 1e-3) / 1e9)
-    set_tf32(False)
-    del expected
-
-
-def main():
-    args = parse_args()
-    if not torch.cuda.is_available():
-        print(f"{PROGRAM}: no CUDA GPU to benchmark on (torch {torch.__version__}); benchmarks need one.",
-              file=sys.stderr)
-        return 2
-    torch.backends.cudnn.benchmark = True  # cuDNN times its algorithms per shape, as in training
-    set_tf32(False)
-    facts = benchmarking.device_facts()
-    facts["cudnn"] = torch.backends.cudnn.version()
-    timer = benchmarking.Timer(args.iterations, args.warmup, flush_l2=not args.no_flush_l2)
-    precisions = ["fp32"] + (["tf32"] if args.tf32 else [])
-    rows = []
-    for layer in LAYERS:
-        if args.filter in layer[0]:
-            bench_layer(rows, timer, layer, precisions)
-            torch.cuda.empty_cache()
-
-    print(f"{'row':<52} {'time (us)':>10} {'TFLOP/s':>8}")
-    for row in rows:
-        if "error" in row:
-            print(f"{row['name']:<52} ERROR: {row['error']}")
-        else:
-            print(f"{row['name']:<52} {row['ms'] * 1e3:>10.1f} {row['TFLOPS']:>8.2f}")
-    if args.json:
-        benchmarking.write_json(args.json, rows, program=__file__, timer=timer, facts=facts)
-        print(f"{PROGRAM}: wrote {args.json}")
-    failed = [row["name"] for row in rows if "error" in row]
-    if failed:
-        print(f"{PROGRAM}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
-
+from course_harness import conv_bench  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(conv_bench.main(__doc__, __file__))
