@@ -123,6 +123,29 @@ class ConvReferenceTest : public ::testing::TestWithParam<ConvCase> {};
 // The forward reference against im2col followed by the GEMM reference (course/gemm.h):
 // X_col[(c, r, s)][(n, p, q)] holds the input each product needs (0 in the padding), and
 // W[k][(c, r, s)] X_col is y, as m3.04 computes it.
+// reference_im2col of a slice of the batch is that slice's columns of the whole batch's
+// X_col (what m3.04's passes over the batch rely on).
+TEST_P(ConvReferenceTest, Im2colOfASliceIsThoseImagesColumns) {
+  const ConvShape s = GetParam().shape;
+  const auto x = random_values(s.input_elements(), 5);
+  const std::vector<float> all = course::reference_im2col(s, x, 0, s.N);
+  const std::int64_t pq = static_cast<std::int64_t>(s.P()) * s.Q(), columns = s.N * pq;
+  for (int first = 0; first < s.N; ++first) {
+    const int images = s.N - first;
+    const std::vector<float> slice = course::reference_im2col(s, x, first, images);
+    ASSERT_EQ(static_cast<std::int64_t>(slice.size()), s.gemm_k() * images * pq);
+    for (std::int64_t row = 0; row < s.gemm_k(); ++row) {
+      for (std::int64_t column = 0; column < images * pq; ++column) {
+        ASSERT_EQ(slice[static_cast<std::size_t>(row * images * pq + column)],
+                  all[static_cast<std::size_t>(row * columns + first * pq + column)])
+            << GetParam() << ": row " << row << ", column " << column << " of images " << first
+            << "..";
+      }
+    }
+  }
+  EXPECT_THROW(course::reference_im2col(s, x, 1, s.N), std::invalid_argument);
+}
+
 TEST_P(ConvReferenceTest, ForwardMatchesIm2colTimesTheGemmReference) {
   const ConvShape s = GetParam().shape;
   const int P = s.P(), Q = s.Q();
