@@ -123,30 +123,36 @@ class ConvReferenceTest : public ::testing::TestWithParam<ConvCase> {};
 // The forward reference against im2col followed by the GEMM reference (course/gemm.h):
 // X_col[(c, r, s)][(n, p, q)] holds the input each product needs (0 in the padding), and
 // W[k][(c, r, s)] X_col is y, as m3.04 computes it.
+// reference_im2col of a slice of the batch is that slice's columns of the whole batch's
+// X_col (what m3.04's passes over the batch rely on).
+TEST_P(ConvReferenceTest, Im2colOfASliceIsThoseImagesColumns) {
+  const ConvShape s = GetParam().shape;
+  const auto x = random_values(s.input_elements(), 5);
+  const std::vector<float> all = course::reference_im2col(s, x, 0, s.N);
+  const std::int64_t pq = static_cast<std::int64_t>(s.P()) * s.Q(), columns = s.N * pq;
+  for (int first = 0; first < s.N; ++first) {
+    const int images = s.N - first;
+    const std::vector<float> slice = course::reference_im2col(s, x, first, images);
+    ASSERT_EQ(static_cast<std::int64_t>(slice.size()), s.gemm_k() * images * pq);
+    for (std::int64_t row = 0; row < s.gemm_k(); ++row) {
+      for (std::int64_t column = 0; column < images * pq; ++column) {
+        ASSERT_EQ(slice[static_cast<std::size_t>(row * images * pq + column)],
+                  all[static_cast<std::size_t>(row * columns + first * pq + column)])
+            << GetParam() << ": row " << row << ", column " << column << " of images " << first
+            << "..";
+      }
+    }
+  }
+  EXPECT_THROW(course::reference_im2col(s, x, 1, s.N), std::invalid_argument);
+}
+
 TEST_P(ConvReferenceTest, ForwardMatchesIm2colTimesTheGemmReference) {
   const ConvShape s = GetParam().shape;
   const int P = s.P(), Q = s.Q();
   const auto x = random_values(s.input_elements(), 1);
   const auto w = random_values(s.weight_elements(), 2);
   const int rows = static_cast<int>(s.gemm_k()), cols = s.N * P * Q;
-  std::vector<float> x_col(static_cast<std::size_t>(rows) * cols, 0.0f);
-  for (int c = 0; c < s.C; ++c) {
-    for (int r = 0; r < s.R; ++r) {
-      for (int t = 0; t < s.S; ++t) {
-        for (int n = 0; n < s.N; ++n) {
-          for (int p = 0; p < P; ++p) {
-            for (int q = 0; q < Q; ++q) {
-              const int h = p * s.stride_h - s.pad_h + r * s.dilation_h;
-              const int col = q * s.stride_w - s.pad_w + t * s.dilation_w;
-              if (h < 0 || h >= s.H || col < 0 || col >= s.W) continue;
-              x_col[static_cast<std::size_t>((c * s.R + r) * s.S + t) * cols + (n * P + p) * Q + q] =
-                  x[course::conv_input_index(ConvLayout::nchw, s, n, c, h, col)];
-            }
-          }
-        }
-      }
-    }
-  }
+  const std::vector<float> x_col = course::reference_im2col(s, x, 0, s.N);
   const std::vector<double> gemm =
       course::reference_gemm(course::GemmShape{s.K, cols, rows}, 1.0f, w, x_col, 0.0f, {});
   const std::vector<double> y = course::reference_conv2d(s, ConvLayout::nchw, x, w);

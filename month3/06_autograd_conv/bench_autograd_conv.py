@@ -37,6 +37,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from course_harness import benchmarking  # noqa: E402
+from course_harness.conv_bench import set_tf32  # noqa: E402
 from course_harness.conv_shapes import RESNET_LAYERS  # noqa: E402
 
 PROGRAM = os.path.basename(__file__)
@@ -52,11 +53,6 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
     parser.add_argument("--no-flush-l2", action="store_true", help="do not flush the L2 cache between runs")
     return parser.parse_args()
-
-
-def set_tf32(enabled):
-    torch.backends.cudnn.allow_tf32 = enabled
-    torch.backends.cuda.matmul.allow_tf32 = enabled
 
 
 def fwd_bwd(layer, x, dy):

@@ -1,5 +1,4 @@
-// The benchmark every forward convolution of month 3 shares (m3.03 now; m3.04 can add its
-// rows the same way).
+// The benchmark every forward convolution of month 3 shares (m3.03, m3.04).
 //
 //   int main(int argc, char** argv) {
 //     course::bench::register_conv_rows(
@@ -15,7 +14,8 @@
 // (conv_fp32: float32 inputs, float32 accumulation, no TF32). A row name "<step>/<who>" is
 // the ladder form tools/run_benchmarks.py tables with a "speedup over" column; a row whose
 // third field names an earlier row of the same layer also gets the counter
-//   speedup   that row's time divided by this row's, measured in this same run.
+//   speedup   that row's time divided by this row's, measured in this same run;
+// a row with a fourth field, `counters`, adds the counters it returns for the layer's shape.
 //
 // Every row verifies before it times: y starts as NaN, the convolution runs once (without a
 // bias), every output must be finite, and the outputs of conv_sample_outputs must match the
@@ -31,6 +31,7 @@
 
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,8 +50,11 @@ namespace course::bench {
 
 struct ConvRow {
   std::string name;        // "<step>/<who>", e.g. "m3_03_tiled/solution"
-  ConvFn conv;             // NCHW float32, course/conv.h's ConvFn
+  ConvCall conv;           // NCHW float32: a ConvFn (course/conv.h), or a lambda binding more
   std::string compare_with = "";  // an earlier row's name, for the speedup counter, or ""
+  // Extra counters of the row, worked out from the layer's shape (e.g. m3.04's X_col bytes);
+  // empty: none.
+  std::function<std::map<std::string, double>(const ConvShape&)> counters = {};
 };
 
 // The fewest DRAM bytes of one forward convolution in float32: read x and w once, write y.
@@ -136,6 +140,9 @@ inline void run_conv_row(benchmark::State& state, const std::string& family, con
     if (!row.compare_with.empty()) {
       const auto earlier = results.find(family + "/" + row.compare_with + "/" + layer.name);
       if (earlier != results.end()) state.counters["speedup"] = earlier->second / seconds;
+    }
+    if (row.counters) {
+      for (const auto& [name, value] : row.counters(s)) state.counters[name] = value;
     }
   } catch (const std::exception& error) {
     fail(state, error.what());

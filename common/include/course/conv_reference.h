@@ -15,9 +15,12 @@
 // input position falls in the padding are 0. All tensors are in `layout` (course/conv.h).
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -27,6 +30,12 @@
 #include "course/verify.h"
 
 namespace course {
+
+// What the convolution tests and benchmarks call: any callable with the signature of
+// course::ConvFn (course/conv.h), so a plain launcher (m3.03's) and a lambda that binds more
+// arguments (m3.04's workspace) both fit.
+using ConvCall = std::function<void(const ConvShape& shape, const float* x, const float* w,
+                                    const float* bias, float* y, cudaStream_t stream)>;
 
 namespace detail {
 
@@ -51,6 +60,45 @@ inline int conv_input_position(int p, int r, int stride, int pad, int dilation) 
 }
 
 }  // namespace detail
+
+// The im2col matrix of images [first_image, first_image + images) of an NCHW x, as m3.04's
+// kernel writes it: row-major, C R S rows of images * P * Q columns,
+//   x_col[(c * R + r) * S + s][(n - first_image) * P * Q + p * Q + q]
+//     = x[n][c][p * stride_h - pad_h + r * dilation_h][q * stride_w - pad_w + s * dilation_w]
+// and 0 where that position lies in the padding. Row (c, r, s) is the weight w[k][c][r][s]'s
+// partner, so W[K x C R S] times this matrix is y for those images, image after image in
+// its columns. Exact: it only copies floats.
+inline std::vector<float> reference_im2col(const ConvShape& s, const std::vector<float>& x,
+                                           int first_image, int images) {
+  detail::check_conv_reference_sizes("reference_im2col", s, &x, nullptr, nullptr);
+  require(first_image >= 0 && images >= 0 && first_image + images <= s.N, "reference_im2col",
+          "images [" + std::to_string(first_image) + ", " + std::to_string(first_image + images) +
+              ") are not in the batch of N = " + std::to_string(s.N));
+  const int P = s.P(), Q = s.Q();
+  const std::int64_t columns = std::int64_t{images} * P * Q;
+  std::vector<float> x_col(static_cast<std::size_t>(s.gemm_k() * columns), 0.0f);
+  for (int c = 0; c < s.C; ++c) {
+    for (int r = 0; r < s.R; ++r) {
+      for (int t = 0; t < s.S; ++t) {
+        const std::int64_t row = (std::int64_t{c} * s.R + r) * s.S + t;
+        for (int i = 0; i < images; ++i) {
+          for (int p = 0; p < P; ++p) {
+            const int h = detail::conv_input_position(p, r, s.stride_h, s.pad_h, s.dilation_h);
+            if (h < 0 || h >= s.H) continue;  // padding: stays 0
+            for (int q = 0; q < Q; ++q) {
+              const int col = detail::conv_input_position(q, t, s.stride_w, s.pad_w, s.dilation_w);
+              if (col < 0 || col >= s.W) continue;
+              x_col[static_cast<std::size_t>(row * columns + (std::int64_t{i} * P + p) * Q + q)] =
+                  x[static_cast<std::size_t>(
+                      conv_input_index(ConvLayout::nchw, s, first_image + i, c, h, col))];
+            }
+          }
+        }
+      }
+    }
+  }
+  return x_col;
+}
 
 // y = conv2d(x, w) + bias for the outputs in `outputs` (indices into y, in `layout`), in
 // float64. `bias` is empty (no bias) or holds K values.

@@ -1,5 +1,6 @@
-// The test bodies every forward convolution of month 3 shares (m3.03 now; m3.04 takes the
-// same ConvFn). An exercise's test file only says which launcher to test and which TODOs to
+// The test bodies every forward convolution of month 3 shares (m3.03, m3.04). They take a
+// course::ConvCall (course/conv_reference.h): a launcher with ConvFn's signature, or a lambda
+// that binds more arguments. An exercise's test file only says which launcher to test and which TODOs to
 // point at:
 //
 //   constexpr const char* kHint = "look at TODO(m3.03a) ... in month3/03_direct_conv/...";
@@ -71,7 +72,7 @@ inline bool conv_check_is_full(const ConvShape& s) {
 // Runs `conv` once (NCHW) on seeded random inputs and checks y and the guards as described at
 // the top of this file. Failures are reported with ADD_FAILURE, each ending with `hint`.
 // `stream` is passed to conv, which must finish its work there.
-inline void expect_conv_matches_reference(ConvFn conv, const ConvShape& s, bool with_bias,
+inline void expect_conv_matches_reference(const ConvCall& conv, const ConvShape& s, bool with_bias,
                                           const char* hint, cudaStream_t stream = nullptr) {
   const std::uint64_t seed = test_seed();
   std::ostringstream what;
@@ -190,7 +191,7 @@ void expect_conv_rejects(const Call& call, const std::string& what,
 // the bad value, before anything runs; N == 0 is accepted and does nothing (x and y may be
 // null then). The argument checks are given code in the skeletons: this test guards the
 // contract (course/conv.h: require_conv_arguments, require_conv_pointers).
-inline void expect_conv_rejects_bad_arguments(ConvFn conv, const std::string& function,
+inline void expect_conv_rejects_bad_arguments(const ConvCall& conv, const std::string& function,
                                               const char* hint) {
   GuardedBuffer<float> buffer(4096);  // stands in for x, w and y: nothing may touch it
   float* p = buffer.data();
@@ -250,7 +251,7 @@ inline void expect_conv_rejects_bad_arguments(ConvFn conv, const std::string& fu
 // The launcher must queue its work on the stream it is given: captured into a CUDA graph from
 // that stream, the launch must appear in the graph (a kernel launched on the default stream
 // would not), and replaying the graph must compute the right y.
-inline void expect_conv_runs_on_stream(ConvFn conv, const char* hint,
+inline void expect_conv_runs_on_stream(const ConvCall& conv, const char* hint,
                                        ConvShape s = conv_shape(2, 5, 13, 11, 7, 3, 3, 1, 1)) {
   const std::uint64_t seed = test_seed() + 7;
   const auto x = random_uniform<float>(static_cast<std::size_t>(s.input_elements()), seed);

@@ -1,6 +1,6 @@
 // Error checking for cuBLAS calls, the counterpart of CUDA_CHECK (course/cuda_check.h) for
-// the code that calls cuBLAS: the tests' and benchmarks' baselines. Kernel code does not
-// include it.
+// the code that calls cuBLAS: the tests' and benchmarks' baselines, and the one launcher
+// whose GEMM is cuBLAS (m3.04's im2col + GEMM). Other kernel code does not include it.
 //
 //   CUBLAS_CHECK(cublasSgemm(handle, ...));   // throws course::CublasError on failure
 #pragma once

@@ -44,3 +44,12 @@ RESNET_LAYERS = [
     case("ResNet_C64_56_K256_1x1", 32, 64, 56, 56, 256, 1, 1, 1, 0),
     case("ResNet_Stem_C3_224_K64_7x7", 32, 3, 224, 224, 64, 7, 7, 2, 3),
 ]
+
+
+def output_size(layer):
+    """(P, Q): the output's height and width, as course::ConvShape::P() and Q() compute them."""
+    def one(size, filter_size, stride, padding, dilation):
+        span = size + 2 * padding - dilation * (filter_size - 1) - 1
+        return 0 if span < 0 else span // stride + 1
+    return (one(layer.h, layer.r, layer.stride[0], layer.padding[0], layer.dilation[0]),
+            one(layer.w, layer.s, layer.stride[1], layer.padding[1], layer.dilation[1]))
