@@ -251,7 +251,7 @@ def train_model(capstone, model, data, config, label, progress=None):
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
                 raise TypeError(f"train_step must return the batch's loss as a 0-D tensor, got "
                                 f"{type(loss).__name__}{list(loss.shape) if isinstance(loss, torch.Tensor) else ''}"
-                                " (see TODO(m3.07b))")
+                                " (see train_step in capstone_cnn.py)")
             schedule.step()
             total += loss.detach() * len(index)
             if progress.live:  # reading the loss waits for the GPU: only for a visible bar
