@@ -12,6 +12,8 @@
 #   pybind11-dev         pybind11's headers: torch/extension.h includes them, and Debian's
 #                        libtorch-dev only recommends the package (m3.01, m3.02, the harness)
 #   python3-numpy        a second DLPack producer and consumer for m3.02's CPU tests
+#   python3-sklearn      scikit-learn's handwritten digits (load_digits, shipped inside the
+#                        package, no download): the data of m3.07's capstone CNN
 #   clang-format         checks that the solutions follow .clang-format (ctest course/clang_format)
 #   python3-pip, python3-setuptools, python3-wheel   build and install m3.01's wheel
 #                        (pip wheel --no-build-isolation, pip install --target) in its tests
@@ -25,7 +27,7 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 packages=(cmake g++ make googletest libgtest-dev libgmock-dev libbenchmark-dev python3
           python3-torch libtorch-dev ninja-build python3-pytest pybind11-dev python3-numpy
-          clang-format python3-pip python3-setuptools python3-wheel)
+          python3-sklearn clang-format python3-pip python3-setuptools python3-wheel)
 $SUDO apt-get update
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${packages[@]}"
 

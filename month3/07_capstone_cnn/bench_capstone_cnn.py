@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Benchmark for exercise m3.07: the time of one training epoch of the capstone CNN with the
+course's Conv2d against its nn.Conv2d twin (cuDNN), on the GPU.
+
+Rows (<family>/<implementation>/<device>), every one in true float32 (TF32 off: both
+torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 are set to False):
+  train_epoch_fp32/nn_conv2d/cuda   the twin: nn.Conv2d (cuDNN, cudnn.benchmark = True)
+  train_epoch_fp32/course/cuda      the reference capstone with the reference m3.06 Conv2d
+  train_epoch_fp32/exercise/cuda    yours, with your m3.06 (with --include-exercise)
+One epoch is what cnn_training.train_model does per epoch: 45 batches of 32 of the 1438
+training digits (the recipe's order), each a forward, nll_loss, backward and Adam step with
+the cosine schedule; the data already on the GPU. Before timing, each row's first step is
+checked against the twin's (log-probabilities and every gradient, the tests' tolerance). A
+time is the median over --iterations epochs between CUDA events, after --warmup epochs; no L2
+flush (an epoch is thousands of small kernels; the whole model and data fit in L2 anyway).
+
+What the numbers mean: at 8x8 images and 8 or 16 channels every kernel is tiny, so an epoch
+is launch-bound, on both sides: the ratio measures launches and Python overhead per layer
+more than convolution speed. m3.06's benchmark (bench_autograd_conv.py) compares the
+convolutions on ResNet layers, where the arithmetic dominates. On the CPU, train.py prints
+both models' epoch times (no CUDA events there).
+
+  python3 month3/07_capstone_cnn/bench_capstone_cnn.py [--include-exercise] [--json out.json]
+
+Exits with status 2 and a one-line explanation when there is no CUDA GPU.
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "common", "python"))
+
+import torch  # noqa: E402
+
+from course_harness import benchmarking  # noqa: E402
+
+PROGRAM = os.path.basename(__file__)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
+    parser.add_argument("--include-exercise", action="store_true", help="also time your version")
+    parser.add_argument("--iterations", type=int, default=10, help="timed epochs per row (default 10)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed epochs first (default 2)")
+    return parser.parse_args()
+
+
+def epoch_runner(capstone, model, data, config):
+    """One epoch of the recipe, as a function of no arguments (the optimizer state carries on)."""
+    import cnn_training
+    n = len(data.x_train)
+    batches = -(-n // config.batch_size)
+    optimizer, schedule = cnn_training.make_optimizer(model, config, 10 ** 9)  # a flat schedule
+    orders = cnn_training.batch_orders(n, cnn_training.Config(epochs=10 ** 6, seed=config.seed))
+    model.train()
+
+    def run():
+        order = [index.to(data.x_train.device) for index in next(orders)]
+        assert len(order) == batches
+        loss = None
+        for index in order:
+            loss = capstone.train_step(model, optimizer, data.x_train[index], data.y_train[index])
+            schedule.step()
+        return loss
+    return run
+
+
+def check_first_step(model, twin, data, config):
+    """The tests' check (test_capstone_cnn.py): log-probabilities, loss and every gradient of
+    the first batch equal the twin's within rtol 1e-4, atol 1e-4 of the tensor's largest value."""
+    import cnn_training
+    images, labels = cnn_training.first_batch(data, config)
+    ours = cnn_training.forward_backward(model, images, labels)
+    theirs = cnn_training.forward_backward(twin, images, labels)
+    pairs = [("log-probabilities", ours[0], theirs[0]), ("loss", ours[1], theirs[1])]
+    pairs += [(f"{k}.grad", ours[2].get(k), theirs[2][k]) for k in theirs[2]]
+    for what, got, want in pairs:
+        if got is None:
+            raise AssertionError(f"first step: {what} is missing")
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=max(1e-4 * float(want.abs().max()), 1e-7),
+                                   msg=lambda m, what=what: f"first step, {what}: {m}")
+    model.zero_grad(set_to_none=True)
+    twin.zero_grad(set_to_none=True)
+
+
+def main():
+    args = parse_args()
+    no_gpu = benchmarking.cuda_or_exit_code(__file__)
+    if no_gpu is not None:
+        return no_gpu
+    import cnn_training
+    import load_extension  # builds m3.06's extensions (minutes the first time)
+
+    ok, why = cnn_training.sklearn_status()
+    if not ok:
+        print(f"{PROGRAM}: {why}", file=sys.stderr)
+        return 1
+    cnn_training.set_fp32_precision()
+    torch.backends.cudnn.benchmark = True  # the twin as one would train it: cuDNN picks per shape
+    torch.backends.cudnn.deterministic = False
+    config = cnn_training.Config(device="cuda")
+    data = cnn_training.load_data().to("cuda")
+    impls = [("course", "solution")] + ([("exercise", "exercise")] if args.include_exercise else [])
+    facts = benchmarking.device_facts()
+    facts["cudnn"] = torch.backends.cudnn.version()
+    facts["precision"] = "fp32, TF32 off (cudnn.allow_tf32 = matmul.allow_tf32 = False)"
+    facts["model"] = (f"digits 8x8, conv 1->{config.channels[0]}->{config.channels[1]} 3x3, batch "
+                      f"{config.batch_size}, Adam")
+    timer = benchmarking.Timer(args.iterations, args.warmup, flush_l2=False)
+    rows = []
+    twin_done = False
+    for row_impl, impl in impls:
+        name = f"train_epoch_fp32/{row_impl}/cuda"
+        try:
+            capstone = load_extension.load_capstone(impl)
+            conv2d = load_extension.load_conv2d(impl)
+            model, twin = capstone.make_twins(conv2d, config.channels, config.seed)
+        except Exception as error:
+            rows.append({"name": name, "error": f"failed to build: {benchmarking.first_line(error)}"})
+            continue
+        model, twin = model.cuda(), twin.cuda()
+
+        if not twin_done:  # the baseline row first
+            benchmarking.measure(rows, timer, "train_epoch_fp32/nn_conv2d/cuda",
+                                 epoch_runner(capstone, twin, data, config))
+            twin_done = True
+            twin.load_state_dict(model.state_dict())  # back to the shared initial state
+        try:  # verify, then time: the first step against the twin's, before any training
+            check_first_step(model, twin, data, config)
+        except Exception as error:
+            rows.append({"name": name, "error": f"wrong result or failed call: {benchmarking.first_line(error)}"})
+            continue
+        benchmarking.measure(rows, timer, name, epoch_runner(capstone, model, data, config))
+
+    baseline = next((r["ms"] for r in rows if r["name"].endswith("/nn_conv2d/cuda") and "ms" in r), None)
+    print(f"{'row':<40} {'epoch (ms)':>11} {'x nn.Conv2d':>12}")
+    for row in rows:
+        if "error" in row:
+            print(f"{row['name']:<40} ERROR: {row['error']}")
+            continue
+        ratio = f"{row['ms'] / baseline:>12.2f}" if baseline else ""
+        print(f"{row['name']:<40} {row['ms']:>11.2f} {ratio}")
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Loads the two pieces the capstone puts together, through the course's harness.
+
+    import load_extension
+    Conv2d = load_extension.load_conv2d("exercise")      # m3.06's Conv2d: an nn.Conv2d drop-in
+    capstone = load_extension.load_capstone("exercise")  # capstone_cnn.py: your TODOs
+
+Whose m3.06: the capstone of the exercise trains with YOUR m3.06 Conv2d (month3/06_autograd_conv,
+which in turn runs YOUR m3.03 forward kernels, see that folder's load_extension.py); the
+reference capstone trains with the reference m3.06. If your m3.06 does not pass its tests yet,
+train your capstone with the reference Conv2d instead:
+
+    COURSE_EARLIER_KERNELS=solution ./course grade m3_07
+
+(the same setting m3.02 uses for its m1.01 kernel). COURSE_M306_CONV=solution keeps your m3.06
+but gives it the reference m3.03 forward. The first call builds m3.06's extension (seconds on
+the CPU, a minute or two with nvcc); later calls reuse the build.
+"""
+import functools
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "common" / "python"))  # course_harness, when run by hand
+sys.path.insert(0, str(HERE))  # cnn_training, when imported from elsewhere
+
+from course_harness import paths  # noqa: E402
+
+EXERCISE = "m3_07"
+EARLIER_SETTING = "COURSE_EARLIER_KERNELS"  # whose m3.06: the same implementation, or this
+
+
+def earlier_impl(impl):
+    """Whose m3.06 the capstone version `impl` trains with."""
+    if impl not in paths.IMPLS:
+        raise ValueError(f"impl must be one of {paths.IMPLS}, got {impl!r}")
+    chosen = os.environ.get(EARLIER_SETTING, "").strip() or impl
+    if chosen not in paths.IMPLS:
+        raise ValueError(f"{EARLIER_SETTING} must be 'exercise' (your m3.06) or 'solution' (the "
+                         f"reference m3.06), got {chosen!r}")
+    return chosen
+
+
+def _import(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # so that pickling can find it
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def m3_06_loader():
+    """month3/06_autograd_conv/load_extension.py, under a name of its own (this file has its name)."""
+    return _import("m3_06_load_extension", paths.ROOT / "month3" / "06_autograd_conv" / "load_extension.py")
+
+
+@functools.lru_cache(maxsize=None)
+def load_conv_module(impl="exercise", verbose=None):
+    """m3.06's autograd_conv module (Conv2d, conv2d, ...) that the capstone `impl` trains with."""
+    return m3_06_loader().load_module(earlier_impl(impl), verbose)
+
+
+def load_conv2d(impl="exercise", verbose=None):
+    """m3.06's Conv2d class for the capstone `impl`."""
+    return load_conv_module(impl, verbose).Conv2d
+
+
+@functools.lru_cache(maxsize=None)
+def load_capstone(impl="exercise"):
+    """capstone_cnn.py of `impl`: yours (month3/07_capstone_cnn) or the reference (solutions/)."""
+    return _import(f"m3_07_{impl}_capstone_cnn", paths.source_dir(EXERCISE, impl) / "capstone_cnn.py")
+
+
+def describe(impl):
+    """Which files a run of `impl` uses, in words (train.py prints it)."""
+    conv = earlier_impl(impl)
+    m3_03 = m3_06_loader().conv_impl(conv)
+    return (f"capstone_cnn.py: {impl}; Conv2d: m3.06 {conv} (forward kernels: m3.03 {m3_03})")
