@@ -4,7 +4,7 @@ course's Conv2d against its nn.Conv2d twin (cuDNN), on the GPU.
 
 Rows (<family>/<implementation>/<device>), every one in true float32 (TF32 off: both
 torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 are set to False):
-  train_epoch_fp32/nn_conv2d/cuda   the twin: nn.Conv2d (cuDNN, cudnn.benchmark = True)
+  train_epoch_fp32/cudnn_nn_conv2d/cuda   the twin: nn.Conv2d (cuDNN, cudnn.benchmark = True)
   train_epoch_fp32/course/cuda      the reference capstone with the reference m3.06 Conv2d
   train_epoch_fp32/exercise/cuda    yours, with your m3.06 (with --include-exercise)
 One epoch is what cnn_training.train_model does per epoch: 45 batches of 32 of the 1438
@@ -124,7 +124,7 @@ def main():
         model, twin = model.cuda(), twin.cuda()
 
         if not twin_done:  # the baseline row first
-            benchmarking.measure(rows, timer, "train_epoch_fp32/nn_conv2d/cuda",
+            benchmarking.measure(rows, timer, "train_epoch_fp32/cudnn_nn_conv2d/cuda",
                                  epoch_runner(capstone, twin, data, config))
             twin_done = True
             twin.load_state_dict(model.state_dict())  # back to the shared initial state
@@ -135,7 +135,7 @@ def main():
             continue
         benchmarking.measure(rows, timer, name, epoch_runner(capstone, model, data, config))
 
-    baseline = next((r["ms"] for r in rows if r["name"].endswith("/nn_conv2d/cuda") and "ms" in r), None)
+    baseline = next((r["ms"] for r in rows if r["name"].endswith("/cudnn_nn_conv2d/cuda") and "ms" in r), None)
     print(f"{'row':<40} {'epoch (ms)':>11} {'x nn.Conv2d':>12}")
     for row in rows:
         if "error" in row:

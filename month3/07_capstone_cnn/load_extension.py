@@ -11,13 +11,12 @@ train your capstone with the reference Conv2d instead:
 
     COURSE_EARLIER_KERNELS=solution ./course grade m3_07
 
-(the same setting m3.02 uses for its m1.01 kernel). COURSE_M306_CONV=solution keeps your m3.06
-but gives it the reference m3.03 forward. The first call builds m3.06's extension (seconds on
-the CPU, a minute or two with nvcc); later calls reuse the build.
+(the one setting of every exercise built on earlier ones: course_harness.paths.earlier_impl).
+The first call builds m3.06's extension (seconds on the CPU, a minute or two with nvcc);
+later calls reuse the build.
 """
 import functools
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -29,18 +28,13 @@ sys.path.insert(0, str(HERE))  # cnn_training, when imported from elsewhere
 from course_harness import paths  # noqa: E402
 
 EXERCISE = "m3_07"
-EARLIER_SETTING = "COURSE_EARLIER_KERNELS"  # whose m3.06: the same implementation, or this
+
+EARLIER_SETTING = paths.EARLIER_KERNELS_SETTING  # whose m3.06: yours, or the reference
 
 
 def earlier_impl(impl):
-    """Whose m3.06 the capstone version `impl` trains with."""
-    if impl not in paths.IMPLS:
-        raise ValueError(f"impl must be one of {paths.IMPLS}, got {impl!r}")
-    chosen = os.environ.get(EARLIER_SETTING, "").strip() or impl
-    if chosen not in paths.IMPLS:
-        raise ValueError(f"{EARLIER_SETTING} must be 'exercise' (your m3.06) or 'solution' (the "
-                         f"reference m3.06), got {chosen!r}")
-    return chosen
+    """Whose m3.06 the capstone version `impl` trains with (COURSE_EARLIER_KERNELS)."""
+    return paths.earlier_impl(impl)
 
 
 def _import(name, path):
