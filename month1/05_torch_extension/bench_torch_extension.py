@@ -23,7 +23,6 @@ compare like with like, also for the eager chain, which moves three times as muc
 --json writes Google Benchmark's JSON format, which ./course bench collects.
 Exits with status 2 and a one-line explanation when there is no CUDA GPU.
 """
-import argparse
 import os
 import sys
 
@@ -39,16 +38,11 @@ PROGRAM = os.path.basename(__file__)
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
-    parser.add_argument("--include-exercise", action="store_true", help="also time your version")
+    parser = benchmarking.argument_parser(__doc__, iterations=100, warmup=10)
     parser.add_argument("--compile", action="store_true", help="add a torch.compile row for fused_gelu")
     parser.add_argument("--n", type=int, default=1 << 26, help="vector_add elements (default 2^26)")
     parser.add_argument("--rows", type=int, default=16384, help="fused_gelu rows (default 16384)")
     parser.add_argument("--cols", type=int, default=4096, help="fused_gelu columns (default 4096)")
-    parser.add_argument("--iterations", type=int, default=100, help="timed runs per row (default 100)")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
-    parser.add_argument("--no-flush-l2", action="store_true", help="do not flush the L2 cache between runs")
     return parser.parse_args()
 
 

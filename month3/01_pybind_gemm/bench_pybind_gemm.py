@@ -32,7 +32,6 @@ the CPU issues calls, and that rate is what the rows compare.
 --json writes Google Benchmark's JSON format, which ./course bench collects.
 Exits with status 2 and a one-line explanation when there is no CUDA GPU.
 """
-import argparse
 import os
 import sys
 
@@ -48,16 +47,11 @@ GOAL_FP32 = 0.90  # the issue's bar: optimized_gemm fp32 >= 90% of torch.matmul 
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
-    parser.add_argument("--include-exercise", action="store_true", help="also time your version")
+    parser = benchmarking.argument_parser(__doc__, iterations=20, warmup=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192],
                         help="square GEMM sizes n (default 1024 2048 4096 8192)")
     parser.add_argument("--overhead-size", type=int, default=64, help="n of the per-call rows (default 64)")
     parser.add_argument("--calls", type=int, default=1000, help="calls per timed loop of the per-call rows")
-    parser.add_argument("--iterations", type=int, default=20, help="timed runs per row (default 20)")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
-    parser.add_argument("--no-flush-l2", action="store_true", help="do not flush the L2 cache between runs")
     return parser.parse_args()
 
 

@@ -25,10 +25,7 @@
 #ifndef COURSE_OPS
 #define COURSE_OPS m3_01_exercise
 #endif
-#define COURSE_TORCH_LIBRARY_WITH_NAMESPACE(ns, m) TORCH_LIBRARY(ns, m)
-#define COURSE_TORCH_LIBRARY(m) COURSE_TORCH_LIBRARY_WITH_NAMESPACE(COURSE_OPS, m)
-#define COURSE_TORCH_LIBRARY_IMPL_WITH_NAMESPACE(ns, key, m) TORCH_LIBRARY_IMPL(ns, key, m)
-#define COURSE_TORCH_LIBRARY_IMPL(key, m) COURSE_TORCH_LIBRARY_IMPL_WITH_NAMESPACE(COURSE_OPS, key, m)
+#include "course/torch_library.h"  // COURSE_TORCH_LIBRARY(m), COURSE_TORCH_LIBRARY_IMPL(key, m)
 
 // Whether this build has the CUDA half (the harness and setup.py define it to 1 or 0).
 #ifndef COURSE_WITH_CUDA

@@ -34,7 +34,6 @@ of the largest to the smallest median over that range, next to the copy's.
 --json writes Google Benchmark's JSON format, which ./course bench collects.
 Exits with status 2 and a one-line explanation when there is no CUDA GPU.
 """
-import argparse
 import gc
 import os
 import statistics
@@ -54,15 +53,11 @@ FLAT_LIMIT = 1.5  # "within noise" for medians of a few microseconds measured on
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
-    parser.add_argument("--include-exercise", action="store_true", help="also time your module")
+    parser = benchmarking.argument_parser(__doc__, iterations=20, warmup=3, unit="copies", flush_option=False)
     parser.add_argument("--min-bytes", type=int, default=1 << 10, help="smallest size (default 1 KB)")
     parser.add_argument("--max-bytes", type=int, default=1 << 30, help="largest size (default 1 GB)")
     parser.add_argument("--inner", type=int, default=200, help="exchanges per host-timed loop (default 200)")
     parser.add_argument("--repetitions", type=int, default=21, help="host-timed loops per row (default 21)")
-    parser.add_argument("--iterations", type=int, default=20, help="timed copies per row (default 20)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed copies first (default 3)")
     return parser.parse_args()
 
 

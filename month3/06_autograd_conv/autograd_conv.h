@@ -25,31 +25,16 @@
 #include <string>
 
 #include "course/conv.h"
+#include "course/torch_text.h"  // shape_string: shapes in error messages
 
 // torch.ops.<COURSE_OPS>: m3_06_exercise or m3_06_solution (load_extension.py sets it), so
 // both versions load into one process, as in m1.05.
 #ifndef COURSE_OPS
 #define COURSE_OPS m3_06_exercise
 #endif
-#define COURSE_TORCH_LIBRARY_WITH_NAMESPACE(ns, m) TORCH_LIBRARY(ns, m)
-#define COURSE_TORCH_LIBRARY(m) COURSE_TORCH_LIBRARY_WITH_NAMESPACE(COURSE_OPS, m)
-#define COURSE_TORCH_LIBRARY_IMPL_WITH_NAMESPACE(ns, key, m) TORCH_LIBRARY_IMPL(ns, key, m)
-#define COURSE_TORCH_LIBRARY_IMPL(key, m) \
-  COURSE_TORCH_LIBRARY_IMPL_WITH_NAMESPACE(COURSE_OPS, key, m)
+#include "course/torch_library.h"  // COURSE_TORCH_LIBRARY(m), COURSE_TORCH_LIBRARY_IMPL(key, m)
 
 namespace course {
-
-// "[6, 8]": sizes as text for TORCH_CHECK messages. Pass this, and std::to_string(n) for a
-// number, never tensor.sizes() or a bare integer: with PyTorch 2.11 and a CUDA build of an
-// extension, TORCH_CHECK formatting a number crashed the process (m1.05's torch_extension.h).
-inline std::string shape_string(at::IntArrayRef values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(values[i]);
-  }
-  return text + "]";
-}
 
 // The checks every operator starts with (autograd_conv.cpp). They throw c10::Error, a
 // Python RuntimeError whose message starts with `op`, unless: input and weight (and bias,

@@ -25,7 +25,6 @@ m3.04 (im2col + GEMM) plugs into the forward table in autograd_conv.cu.
 
 Exits with status 2 and a one-line explanation when there is no CUDA GPU.
 """
-import argparse
 import os
 import sys
 
@@ -44,14 +43,9 @@ PROGRAM = os.path.basename(__file__)
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
-    parser.add_argument("--include-exercise", action="store_true", help="also time your version")
+    parser = benchmarking.argument_parser(__doc__, iterations=30, warmup=5)
     parser.add_argument("--parts", action="store_true", help="also time each backward operator alone")
     parser.add_argument("--filter", default="", help="only layers whose name contains this")
-    parser.add_argument("--iterations", type=int, default=30, help="timed runs per row (default 30)")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
-    parser.add_argument("--no-flush-l2", action="store_true", help="do not flush the L2 cache between runs")
     return parser.parse_args()
 
 

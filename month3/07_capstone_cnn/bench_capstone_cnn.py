@@ -24,7 +24,6 @@ both models' epoch times (no CUDA events there).
 
 Exits with status 2 and a one-line explanation when there is no CUDA GPU.
 """
-import argparse
 import os
 import sys
 
@@ -40,11 +39,7 @@ PROGRAM = os.path.basename(__file__)
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
-    parser.add_argument("--include-exercise", action="store_true", help="also time your version")
-    parser.add_argument("--iterations", type=int, default=10, help="timed epochs per row (default 10)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed epochs first (default 2)")
+    parser = benchmarking.argument_parser(__doc__, iterations=10, warmup=2, unit="epochs", flush_option=False)
     return parser.parse_args()
 
 

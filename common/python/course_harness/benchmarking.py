@@ -175,3 +175,20 @@ def finish(rows, *, json_path, program, timer=None, facts=None, timing=None):
         print(f"{name}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def argument_parser(doc, *, iterations, warmup, unit="runs", flush_option=True):
+    """The options every benchmark program takes (add its own to the parser it returns):
+    --json PATH (what ./course bench collects), --include-exercise (time your version too),
+    --iterations and --warmup (timed and untimed `unit` per row), and --no-flush-l2."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
+    parser.add_argument("--include-exercise", action="store_true", help="also time your version")
+    parser.add_argument("--iterations", type=int, default=iterations,
+                        help=f"timed {unit} per row (default {iterations})")
+    parser.add_argument("--warmup", type=int, default=warmup, help=f"untimed {unit} first (default {warmup})")
+    if flush_option:
+        parser.add_argument("--no-flush-l2", action="store_true",
+                            help="do not flush the L2 cache between runs")
+    return parser

@@ -14,7 +14,6 @@ they are timed against F.conv2d in float64 (on the GPU) within the tolerance the
 (course::conv_tolerance), and report TFLOPS (2 N K P Q C R S / time) and GBps (x and w read
 once, y written once).
 """
-import argparse
 import collections
 import math
 
@@ -85,13 +84,9 @@ def cudnn_rows(rows, timer, layer, inputs, precisions):
 
 
 def parse_args(doc):
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
+    parser = benchmarking.argument_parser(doc, iterations=50, warmup=10)
     parser.add_argument("--tf32", action="store_true", help="add conv_tf32 rows (TF32 on, for contrast)")
     parser.add_argument("--filter", default="", help="only layers whose name contains this")
-    parser.add_argument("--iterations", type=int, default=50, help="timed runs per row (default 50)")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
-    parser.add_argument("--no-flush-l2", action="store_true", help="do not flush the L2 cache between runs")
     return parser.parse_args()
 
 
