@@ -1,4 +1,8 @@
-// Exercise m3.05: convolution as an implicit GEMM on the tensor cores. (Reference solution.)
+// Exercise m3.05: convolution as an implicit GEMM on the tensor cores.
+//
+// Fill in TODO(m3.05a) to TODO(m3.05c) (part 1) and TODO(m3.05d) (part 2), then run
+// `./course grade m3_05`. The IndexMath tests check each TODO on the CPU; the kernel tests
+// check the convolutions on the GPU. README.md explains the mapping; hints.md has hints.
 //
 // What changes from m3.04 (im2col + a GEMM), and why it is faster:
 //  * No X_col. m3.04 wrote the R S / stride^2 times larger X_col to DRAM and read it back for
@@ -53,20 +57,19 @@ struct FilterTap {
 
 // GEMM row m = (n P + p) Q + q: one output pixel, in y's NHWC order.
 __host__ __device__ __forceinline__ OutputPixel gemm_row_to_pixel(int m, int P, int Q) {
-  // Two divisions undo the two multiplications: m / (P Q) is the image, what is left of it
-  // (p Q + q) splits into the output row and column.
-  const int PQ = P * Q;
-  const int n = m / PQ, pq = m - n * PQ;
-  const int p = pq / Q;
-  return {n, p, pq - p * Q};
+  // TODO(m3.05a): undo m = (n P + p) Q + q into the image n and the output pixel (p, q).
+  //   Example: P = 4, Q = 5 (20 pixels per image): m = 47 is image 2, pixel 7 = (1, 2).
+  (void)m, (void)P, (void)Q;
+  return {0, 0, 0};
 }
 
 // GEMM column g = (r S + s) C + c: KRSC's order, channels fastest, so 8 consecutive g are 8
 // channels of one tap when C % 8 == 0.
 __host__ __device__ __forceinline__ FilterTap gemm_k_to_tap(int g, int C, int S) {
-  const int rs = g / C;
-  const int r = rs / S;
-  return {r, rs - r * S, g - rs * C};
+  // TODO(m3.05b): undo g = (r S + s) C + c. Example: C = 16, S = 3: g = 100 is c = 4 of
+  // rs = 6, i.e. (r, s) = (2, 0).
+  (void)g, (void)C, (void)S;
+  return {0, 0, 0};
 }
 
 // The input row (or column) that output row p reads through filter row r: the window starts
@@ -74,15 +77,23 @@ __host__ __device__ __forceinline__ FilterTap gemm_k_to_tap(int g, int C, int S)
 // Cross-correlation, as PyTorch: no flip of the filter.
 __host__ __device__ __forceinline__ int input_position(int p, int r, int stride, int pad,
                                                        int dilation) {
-  return p * stride - pad + r * dilation;
+  // TODO(m3.05b): the input row output row p reads through filter row r (stride, padding,
+  // dilation; m3.03's formula). Example: stride 2, pad 3, dilation 1: p = 0, r = 1 reads
+  // row -2, padding.
+  (void)p, (void)r, (void)stride, (void)pad, (void)dilation;
+  return 0;
 }
 
 // Whether A[m][g] reads x: a real row and column of the GEMM (the last tiles stick out), and
 // an input position inside the image (outside it is the zero padding).
 __host__ __device__ __forceinline__ bool reads_input(const ConvProblem& problem, int m, int g,
                                                      int h, int w) {
-  return m < problem.M && g < problem.gemm_k && h >= 0 && h < problem.shape.H && w >= 0 &&
-         w < problem.shape.W;
+  // TODO(m3.05c): true when A[m][g] reads x at (h, w). The last tiles stick out of the GEMM
+  // (problem.M rows, problem.gemm_k columns), and (h, w) may be in the padding around the
+  // problem.shape.H x problem.shape.W image: those elements are zeros, and x must not be
+  // read for them (there may be nothing there).
+  (void)problem, (void)m, (void)g, (void)h, (void)w;
+  return false;
 }
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
@@ -177,13 +188,13 @@ __host__ __device__ __forceinline__ FilterWalk filter_walk_start(const ConvProbl
 // add and a shift) undoes m = (n P + p) Q + q; the window starts at (h, w) = (p stride_h -
 // pad_h, q stride_w - pad_w) of image n, at offset ((n H + h) W + w) C of x.
 __host__ __device__ __forceinline__ RowStart row_start(const ConvProblem& problem, int m) {
-  if (m >= problem.M) return {0, kOutsideRow, kOutsideRow};
-  const ConvShape& s = problem.shape;
-  int n, pq, p, q;
-  problem.by_pq.divmod(m, n, pq);
-  problem.by_q.divmod(pq, p, q);
-  const int h = p * s.stride_h - s.pad_h, w = q * s.stride_w - s.pad_w;
-  return {((n * s.H + h) * s.W + w) * s.C, h, w};
+  // TODO(m3.05d): row m's start, once per block. Rows m >= problem.M get
+  // {0, kOutsideRow, kOutsideRow}. Otherwise decode m with problem.by_pq and problem.by_q
+  // (FastDivmod::divmod: no division instruction), and return the window's top-left input
+  // position (h, w) = (p stride_h - pad_h, q stride_w - pad_w) and its NHWC offset
+  // ((n H + h) W + w) C (it may point into the padding; only checked taps are read).
+  (void)problem, (void)m;
+  return {0, kOutsideRow, kOutsideRow};
 }
 
 // g += step without a division: the channel moves on by step; each time it passes C, the tap
@@ -192,15 +203,10 @@ __host__ __device__ __forceinline__ RowStart row_start(const ConvProblem& proble
 __host__ __device__ __forceinline__ void filter_walk_advance(FilterWalk& walk,
                                                              const ConvProblem& problem,
                                                              int step) {
-  walk.g += step;
-  walk.c += step;
-  while (walk.c >= problem.shape.C) {
-    walk.c -= problem.shape.C;
-    if (++walk.s == problem.shape.S) {
-      walk.s = 0;
-      ++walk.r;
-    }
-  }
+  // TODO(m3.05d): move the walk from g to g + step and keep (r, s, c) the tap of g, with no
+  // division: c grows by step; while c >= C, take C off and move s on (and past S - 1, back
+  // to 0 and r on). Example: C = 64, S = 3, step 64: (r, s, c) = (0, 2, 0) becomes (1, 0, 0).
+  (void)walk, (void)problem, (void)step;
 }
 
 // Whether the element of row `row` at the walk's tap reads x, and where: the tap moves the
@@ -209,11 +215,12 @@ __host__ __device__ __forceinline__ void filter_walk_advance(FilterWalk& walk,
 // The unsigned compare tests 0 <= h < H in one go (a negative h is a huge unsigned).
 __host__ __device__ __forceinline__ bool tap_offset(const RowStart& row, const FilterWalk& walk,
                                                     const ConvProblem& problem, int& offset) {
-  const ConvShape& s = problem.shape;
-  const int dh = walk.r * s.dilation_h, dw = walk.s * s.dilation_w;
-  offset = row.offset + (dh * s.W + dw) * s.C + walk.c;
-  return walk.g < problem.gemm_k && static_cast<unsigned>(row.h + dh) < static_cast<unsigned>(s.H) &&
-         static_cast<unsigned>(row.w + dw) < static_cast<unsigned>(s.W);
+  // TODO(m3.05d): the tap (r, s, c) reads input (row.h + r dilation_h, row.w + s dilation_w)
+  // at offset row.offset + (r dilation_h W + s dilation_w) C + c. Set `offset`, and return
+  // whether it may be read: walk.g < problem.gemm_k and the position inside the image.
+  (void)row, (void)walk, (void)problem;
+  offset = 0;
+  return false;
 }
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----

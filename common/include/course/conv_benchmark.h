@@ -57,16 +57,19 @@
 
 namespace course::bench {
 
+// (No default member initializers: GCC 12 fails, an internal compiler error, on one for a
+// std::function member of this class template. Fields left out of a brace initializer are
+// empty all the same.)
 template <typename Input>
 struct ConvRowOf {
   std::string name;        // "<step>/<who>", e.g. "m3_03_tiled/solution"
   ConvCallOf<Input> conv;  // a ConvFn (course/conv.h) or ConvFnOf<Input>, or a lambda binding more
-  std::string compare_with = "";  // an earlier row's name, for the speedup counter, or ""
+  std::string compare_with;  // an earlier row's name, for the speedup counter, or empty
   // Extra counters of the row, worked out from the layer's shape (e.g. m3.04's X_col bytes);
   // empty: none.
-  std::function<std::map<std::string, double>(const ConvShape&)> counters = {};
+  std::function<std::map<std::string, double>(const ConvShape&)> counters;
   // The family of the compare_with row, when it is not this row's own (another precision).
-  std::string compare_family = "";
+  std::string compare_family;
 };
 using ConvRow = ConvRowOf<float>;  // NCHW float32 (m3.03, m3.04)
 
