@@ -52,10 +52,11 @@ namespace {
 // (untimed) call and kept, as m3.04's own benchmark does: the allocation is not timed.
 course::ConvCall im2col_cublas_with_workspace() {
   auto workspace = std::make_shared<course::DeviceBuffer<float>>(0);
-  return [workspace](const course::ConvShape& s, const float* x, const float* w,
-                     const float* bias, float* y, cudaStream_t stream) {
+  return [workspace](const course::ConvShape& s, const float* x, const float* w, const float* bias,
+                     float* y, cudaStream_t stream) {
     using course::Im2colGemm;
-    const std::size_t needed = course::solution::conv2d_im2col_workspace_bytes(s, Im2colGemm::cublas);
+    const std::size_t needed =
+        course::solution::conv2d_im2col_workspace_bytes(s, Im2colGemm::cublas);
     if (workspace->bytes() < needed) {
       CUDA_CHECK(cudaDeviceSynchronize());  // nothing may still use the old one
       *workspace = course::DeviceBuffer<float>((needed + sizeof(float) - 1) / sizeof(float));
@@ -81,21 +82,36 @@ int main(int argc, char** argv) {
 #endif
   using Fp16Row = course::bench::ConvRowOf<__half>;
   std::vector<Fp16Row> fp16 = {
-      {"m3_05_implicit_gemm_analytic/solution", sol::conv2d_implicit_gemm_analytic_fp16, previous,
-       {}, previous_family},
-      {"m3_05_implicit_gemm_analytic/exercise", ex::conv2d_implicit_gemm_analytic_fp16, previous,
-       {}, previous_family},
-      {"m3_05_implicit_gemm/solution", sol::conv2d_implicit_gemm_fp16, previous, {},
+      {"m3_05_implicit_gemm_analytic/solution",
+       sol::conv2d_implicit_gemm_analytic_fp16,
+       previous,
+       {},
        previous_family},
-      {"m3_05_implicit_gemm/exercise", ex::conv2d_implicit_gemm_fp16, previous, {},
+      {"m3_05_implicit_gemm_analytic/exercise",
+       ex::conv2d_implicit_gemm_analytic_fp16,
+       previous,
+       {},
+       previous_family},
+      {"m3_05_implicit_gemm/solution",
+       sol::conv2d_implicit_gemm_fp16,
+       previous,
+       {},
+       previous_family},
+      {"m3_05_implicit_gemm/exercise",
+       ex::conv2d_implicit_gemm_fp16,
+       previous,
+       {},
        previous_family},
   };
   course::bench::register_conv_rows_as<__half>("conv_fp16", fp16, layers, course::ConvLayout::nhwc);
   std::vector<course::bench::ConvRowOf<__nv_bfloat16>> bf16 = {
-      {"m3_05_implicit_gemm/solution", sol::conv2d_implicit_gemm_bf16, previous, {},
+      {"m3_05_implicit_gemm/solution",
+       sol::conv2d_implicit_gemm_bf16,
+       previous,
+       {},
        previous_family},
   };
   course::bench::register_conv_rows_as<__nv_bfloat16>("conv_bf16", bf16, layers,
-                                                       course::ConvLayout::nhwc);
+                                                      course::ConvLayout::nhwc);
   return course::bench::run_benchmarks(argc, argv);
 }

@@ -201,8 +201,7 @@ __host__ __device__ __forceinline__ RowStart row_start(const ConvProblem& proble
 // moves one column s to the right, and past S, to the next filter row r. The loop runs
 // step / C times or once more (once per tile for C >= 64).
 __host__ __device__ __forceinline__ void filter_walk_advance(FilterWalk& walk,
-                                                             const ConvProblem& problem,
-                                                             int step) {
+                                                             const ConvProblem& problem, int step) {
   // TODO(m3.05d): move the walk from g to g + step and keep (r, s, c) the tap of g, with no
   // division: c grows by step; while c >= C, take C off and move s on (and past S - 1, back
   // to 0 and r on). Example: C = 64, S = 3, step 64: (r, s, c) = (0, 2, 0) becomes (1, 0, 0).
@@ -254,7 +253,8 @@ struct PrecomputedLoader {
       int offset = 0;
       const bool inside = tap_offset(rows[j], walk, problem, offset);
       copy_16_bytes_async(
-          shared_address(As + stage_offset<Tile>(tid / Tile::kChunksK + j * Tile::kRowStep, column)),
+          shared_address(As +
+                         stage_offset<Tile>(tid / Tile::kChunksK + j * Tile::kRowStep, column)),
           inside ? x + offset : x, inside ? 16 : 0);
     }
     filter_walk_advance(walk, problem, Tile::kBlockK);
@@ -283,8 +283,8 @@ void launch_tile(const ConvProblem& problem, bool vectorized, const Element* x, 
                                  : implicit_gemm_kernel<Tile, Element, AnalyticLoader, false>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   Tile::kSharedBytes));
-  kernel<<<static_cast<unsigned>(blocks), Tile::kThreads, Tile::kSharedBytes, stream>>>(
-      problem, x, w, bias, y);
+  kernel<<<static_cast<unsigned>(blocks), Tile::kThreads, Tile::kSharedBytes, stream>>>(problem, x,
+                                                                                        w, bias, y);
   CUDA_CHECK_LAUNCH();
 }
 

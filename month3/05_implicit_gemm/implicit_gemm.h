@@ -43,12 +43,12 @@ struct ImplicitGemmTap {
 }  // namespace course
 
 COURSE_DECLARE_IMPLS(
-    // Part 1 (TODO(m3.05a) to (c)), run on the host: the kernel's own functions, so the
+    // Part 1 (the tasks m3.05a to m3.05c), run on the host: the kernel's own functions, so the
     // tests can check them without a GPU. m in [0, M + 128), g in [0, C R S + 64): the spare
     // rows and columns of the last tiles must come back inside = false.
     ImplicitGemmTap implicit_gemm_tap(const ConvShape& shape, int m, int g);
 
-    // Part 2 (TODO(m3.05d)), run on the host: the precomputed loader's walk along GEMM row m,
+    // Part 2 (the task m3.05d), run on the host: the precomputed loader's walk along GEMM row m,
     // as one thread of the kernel does it. The row's start is computed once, the filter tap
     // once at g = g0, then moved by `step` columns `steps` times without a division. Returns
     // the offset into x (NHWC, in elements) that the loader reads at each of the steps + 1

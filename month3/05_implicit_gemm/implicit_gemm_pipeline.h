@@ -75,9 +75,9 @@ using NarrowTile = ConvTile<128, 64, 64, 64, 32, 3>;
 struct ConvProblem {
   ConvShape shape;
   int P = 0, Q = 0;
-  int M = 0;       // GEMM rows: N P Q output pixels
-  int N = 0;       // GEMM columns: K filters
-  int gemm_k = 0;  // GEMM depth: C R S
+  int M = 0;               // GEMM rows: N P Q output pixels
+  int N = 0;               // GEMM columns: K filters
+  int gemm_k = 0;          // GEMM depth: C R S
   FastDivmod by_pq, by_q;  // for the GEMM row -> (n, p, q) decode of part 2
 };
 
@@ -115,8 +115,7 @@ __device__ __forceinline__ int stage_offset(int row, int column) {
 // all inside or all outside a row) and w 16-byte aligned; otherwise one element at a time.
 template <class Tile, bool kVectorized, class Element>
 __device__ __forceinline__ void copy_filter_tile(Element* Bs, const Element* __restrict__ w,
-                                                 const ConvProblem& problem, int block_n,
-                                                 int k0) {
+                                                 const ConvProblem& problem, int block_n, int k0) {
   const int tid = static_cast<int>(threadIdx.x);
   if constexpr (kVectorized) {
 #pragma unroll
@@ -163,8 +162,8 @@ __device__ __forceinline__ void load_fragments(const Element* As, const Element*
 #pragma unroll
   for (int j = 0; j < Tile::kTilesN; j += 2) {
     std::uint32_t r[4];
-    load_matrix_x4(r, shared_address(Bs + stage_offset<Tile>(warp_n + j * 8 + piece_row,
-                                                             k + piece_col)));
+    load_matrix_x4(
+        r, shared_address(Bs + stage_offset<Tile>(warp_n + j * 8 + piece_row, k + piece_col)));
     f.b[j][0] = r[0];
     f.b[j + 1][0] = r[1];
     f.b[j][1] = r[2];
@@ -195,9 +194,8 @@ __device__ __forceinline__ void multiply_fragments(const Fragments<Tile>& f,
 template <class Tile>
 __device__ __forceinline__ void store_outputs(const float (&acc)[Tile::kTilesM][Tile::kTilesN][4],
                                               const ConvProblem& problem,
-                                              const float* __restrict__ bias,
-                                              float* __restrict__ y, int row0, int col0,
-                                              int lane) {
+                                              const float* __restrict__ bias, float* __restrict__ y,
+                                              int row0, int col0, int lane) {
   const int group = lane / 4, pair = (lane % 4) * 2;
   const bool aligned = pairs_aligned(y, problem.N);
 #pragma unroll
@@ -210,8 +208,8 @@ __device__ __forceinline__ void store_outputs(const float (&acc)[Tile::kTilesM][
       const int row = row0 + i * 16 + group;
       store_accumulator_pair(y, problem.M, problem.N, row, col, 1.0f, 0.0f, acc[i][j][0] + b0,
                              acc[i][j][1] + b1, aligned);
-      store_accumulator_pair(y, problem.M, problem.N, row + 8, col, 1.0f, 0.0f,
-                             acc[i][j][2] + b0, acc[i][j][3] + b1, aligned);
+      store_accumulator_pair(y, problem.M, problem.N, row + 8, col, 1.0f, 0.0f, acc[i][j][2] + b0,
+                             acc[i][j][3] + b1, aligned);
     }
   }
 }
@@ -222,8 +220,7 @@ __device__ __forceinline__ void store_outputs(const float (&acc)[Tile::kTilesM][
 // kBlockK - 1, zeros outside the problem and in the padding. copy is called for k0 = 0,
 // kBlockK, 2 kBlockK, ... in that order, once each, so a loader may keep state from one
 // tile to the next.
-template <class Tile, class Element, template <class, class, bool> class ALoader,
-          bool kVectorized>
+template <class Tile, class Element, template <class, class, bool> class ALoader, bool kVectorized>
 __global__ void __launch_bounds__(Tile::kThreads)
     implicit_gemm_kernel(const ConvProblem problem, const Element* __restrict__ x,
                          const Element* __restrict__ w, const float* __restrict__ bias,

@@ -30,10 +30,10 @@
 
 namespace {
 
+using course::conv_shape;
 using course::ConvCase;
 using course::ConvLayout;
 using course::ConvShape;
-using course::conv_shape;
 
 constexpr const char* kHintRow =
     "look at TODO(m3.05a) in month3/05_implicit_gemm/conv2d_implicit_gemm.cu: gemm_row_to_pixel "
@@ -63,7 +63,7 @@ std::vector<ConvCase> fast_path_cases() {
   return {
       {"Fast_3x3", conv_shape(2, 16, 13, 11, 24, 3, 3, 1, 1)},
       {"Fast_1x1_OddK", conv_shape(3, 64, 9, 7, 40, 1, 1, 1, 0)},
-      {"Fast_5x5_K7", conv_shape(2, 24, 17, 19, 7, 5, 5, 1, 2)},   // K odd: one float per store
+      {"Fast_5x5_K7", conv_shape(2, 24, 17, 19, 7, 5, 5, 1, 2)},  // K odd: one float per store
       {"Fast_K1", conv_shape(2, 8, 10, 9, 1, 3, 3, 1, 1)},
       {"Fast_Stride2Dilation2", conv_shape(2, 32, 31, 29, 65, 3, 3, 2, 2, 2)},
       {"Fast_PadLargerThanRadius", conv_shape(1, 8, 6, 5, 12, 3, 3, 1, 3)},
@@ -94,7 +94,8 @@ std::vector<ConvCase> index_cases() {
 std::vector<int> sample_rows(const ConvShape& s) {
   const int P = s.P(), Q = s.Q(), M = s.N * P * Q;
   std::vector<int> rows = {0, 1, Q - 1, Q, P * Q - 1, P * Q, M - 1, M, M + 1, M + 127};
-  for (int i = 0; i < 40; ++i) rows.push_back(static_cast<int>((std::int64_t{M} * i * 7919 / 40) % M));
+  for (int i = 0; i < 40; ++i)
+    rows.push_back(static_cast<int>((std::int64_t{M} * i * 7919 / 40) % M));
   std::vector<int> kept;
   for (int m : rows) {
     if (m >= 0 && m < M + 128) kept.push_back(m);
@@ -167,11 +168,12 @@ TEST_P(IndexMath, PredicateZeroFillsPaddingAndSpareRowsAndColumns) {
       const course::ImplicitGemmTap t = course::impl::implicit_gemm_tap(s, m, g);
       // From your own (h, w), so that this grades the predicate alone.
       const bool inside = m < M && g < K && t.h >= 0 && t.h < s.H && t.w >= 0 && t.w < s.W;
-      ASSERT_EQ(t.inside, inside)
-          << course::to_string(s) << ": A[m = " << m << "][g = " << g << "] (input (h, w) = ("
-          << t.h << ", " << t.w << "), M = " << M << ", C R S = " << K << ") "
-          << (inside ? "reads x" : "is a zero (padding, or beyond the GEMM)") << ". "
-          << kHintPredicate;
+      ASSERT_EQ(t.inside, inside) << course::to_string(s) << ": A[m = " << m << "][g = " << g
+                                  << "] (input (h, w) = (" << t.h << ", " << t.w << "), M = " << M
+                                  << ", C R S = " << K << ") "
+                                  << (inside ? "reads x"
+                                             : "is a zero (padding, or beyond the GEMM)")
+                                  << ". " << kHintPredicate;
     }
   }
 }
@@ -236,7 +238,8 @@ struct Kernel {
   const char* hint;
 };
 
-const Kernel kAnalytic{"conv2d_implicit_gemm_analytic", course::impl::conv2d_implicit_gemm_analytic_fp16,
+const Kernel kAnalytic{"conv2d_implicit_gemm_analytic",
+                       course::impl::conv2d_implicit_gemm_analytic_fp16,
                        course::impl::conv2d_implicit_gemm_analytic_bf16, kHintPart1};
 const Kernel kPrecomputed{"conv2d_implicit_gemm", course::impl::conv2d_implicit_gemm_fp16,
                           course::impl::conv2d_implicit_gemm_bf16, kHintPart2};
@@ -303,8 +306,8 @@ INSTANTIATE_TEST_SUITE_P(ResNetLayers, ResNetConvTest,
 class ImplicitGemmArgumentsTest : public course::GpuTest {};
 
 TEST_F(ImplicitGemmArgumentsTest, BadShapesAndNullPointersAreRejectedWithAClearError) {
-  course::expect_conv_rejects_bad_arguments_as<__half>(
-      course::impl::conv2d_implicit_gemm_fp16, "conv2d_implicit_gemm_fp16", kHintPart2);
+  course::expect_conv_rejects_bad_arguments_as<__half>(course::impl::conv2d_implicit_gemm_fp16,
+                                                       "conv2d_implicit_gemm_fp16", kHintPart2);
   course::expect_conv_rejects_bad_arguments_as<__nv_bfloat16>(
       course::impl::conv2d_implicit_gemm_bf16, "conv2d_implicit_gemm_bf16", kHintPart2);
   course::expect_conv_rejects_bad_arguments_as<__half>(
@@ -320,9 +323,9 @@ TEST_F(ImplicitGemmArgumentsTest, RunsOnTheGivenStream) {
   course::expect_conv_runs_on_stream_as<__half>(course::impl::conv2d_implicit_gemm_fp16, kHintPart2,
                                                 conv_shape(2, 5, 13, 11, 7, 3, 3, 1, 1),
                                                 ConvLayout::nhwc);
-  course::expect_conv_runs_on_stream_as<__half>(course::impl::conv2d_implicit_gemm_analytic_fp16,
-                                                kHintPart1, conv_shape(2, 16, 13, 11, 24, 3, 3, 1, 1),
-                                                ConvLayout::nhwc);
+  course::expect_conv_runs_on_stream_as<__half>(
+      course::impl::conv2d_implicit_gemm_analytic_fp16, kHintPart1,
+      conv_shape(2, 16, 13, 11, 24, 3, 3, 1, 1), ConvLayout::nhwc);
 }
 
 }  // namespace

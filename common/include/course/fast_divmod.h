@@ -44,8 +44,7 @@ struct FastDivmod {
 #if defined(__CUDA_ARCH__)
     const unsigned high = __umulhi(u, multiplier);
 #else
-    const unsigned high =
-        static_cast<unsigned>((static_cast<std::uint64_t>(u) * multiplier) >> 32);
+    const unsigned high = static_cast<unsigned>((static_cast<std::uint64_t>(u) * multiplier) >> 32);
 #endif
     return static_cast<int>((high + u) >> shift);
   }

@@ -190,8 +190,7 @@ __host__ __device__ __forceinline__ RowStart row_start(const ConvProblem& proble
 // moves one column s to the right, and past S, to the next filter row r. The loop runs
 // step / C times or once more (once per tile for C >= 64).
 __host__ __device__ __forceinline__ void filter_walk_advance(FilterWalk& walk,
-                                                             const ConvProblem& problem,
-                                                             int step) {
+                                                             const ConvProblem& problem, int step) {
   walk.g += step;
   walk.c += step;
   while (walk.c >= problem.shape.C) {
@@ -212,7 +211,8 @@ __host__ __device__ __forceinline__ bool tap_offset(const RowStart& row, const F
   const ConvShape& s = problem.shape;
   const int dh = walk.r * s.dilation_h, dw = walk.s * s.dilation_w;
   offset = row.offset + (dh * s.W + dw) * s.C + walk.c;
-  return walk.g < problem.gemm_k && static_cast<unsigned>(row.h + dh) < static_cast<unsigned>(s.H) &&
+  return walk.g < problem.gemm_k &&
+         static_cast<unsigned>(row.h + dh) < static_cast<unsigned>(s.H) &&
          static_cast<unsigned>(row.w + dw) < static_cast<unsigned>(s.W);
 }
 
@@ -247,7 +247,8 @@ struct PrecomputedLoader {
       int offset = 0;
       const bool inside = tap_offset(rows[j], walk, problem, offset);
       copy_16_bytes_async(
-          shared_address(As + stage_offset<Tile>(tid / Tile::kChunksK + j * Tile::kRowStep, column)),
+          shared_address(As +
+                         stage_offset<Tile>(tid / Tile::kChunksK + j * Tile::kRowStep, column)),
           inside ? x + offset : x, inside ? 16 : 0);
     }
     filter_walk_advance(walk, problem, Tile::kBlockK);
@@ -276,8 +277,8 @@ void launch_tile(const ConvProblem& problem, bool vectorized, const Element* x, 
                                  : implicit_gemm_kernel<Tile, Element, AnalyticLoader, false>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   Tile::kSharedBytes));
-  kernel<<<static_cast<unsigned>(blocks), Tile::kThreads, Tile::kSharedBytes, stream>>>(
-      problem, x, w, bias, y);
+  kernel<<<static_cast<unsigned>(blocks), Tile::kThreads, Tile::kSharedBytes, stream>>>(problem, x,
+                                                                                        w, bias, y);
   CUDA_CHECK_LAUNCH();
 }
 
