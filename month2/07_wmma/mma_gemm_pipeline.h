@@ -10,12 +10,14 @@
 
 #include "course/async_copy.h"
 #include "course/mma_sync.h"
+#include "course/shared_tile.h"
 
 namespace course::mma_gemm_pipeline {
 
-// How a tile is laid out in shared memory: rows as they are, rows padded by one 16-byte
-// chunk (m2.04's fix), or rows whose chunks are swizzled (course/mma_sync.h).
-enum class SharedLayout { plain, padded, swizzled };
+// How a tile is laid out in shared memory (plain, padded or swizzled) and where element
+// (row, column) of it lives: course/shared_tile.h, shared with m3.05's convolution.
+using course::SharedLayout;
+using course::tile_offset;
 
 // The shape of the work. kBlockM x kBlockN of C per block, kBlockK of K per stage, kWarpM x
 // kWarpN of C per warp, kStages stages of tiles in shared memory.
@@ -51,17 +53,6 @@ struct MmaTile {
 
 // The tile the launcher uses, tuned on an H200 (README.md, part 3).
 using TunedTile = MmaTile<128, 256, 64, 64, 64, 3, SharedLayout::swizzled>;
-
-// Offset, in halves, of element (row, column) of a shared tile with kRowHalves halves per
-// logical row and leading dimension kLd, in the layout the tile uses.
-template <SharedLayout kLayout, int kRowHalves, int kLd>
-__device__ __forceinline__ int tile_offset(int row, int column) {
-  if constexpr (kLayout == SharedLayout::swizzled) {
-    return row * kLd + swizzled_chunk<kRowHalves / 8>(row, column / 8) * 8 + column % 8;
-  } else {
-    return row * kLd + column;
-  }
-}
 
 // Copies the tile of A (rows block_m.., columns k0..) and of B (rows k0.., columns block_n..)
 // into `stage`, zeros outside the matrices. kVectorized: 16-byte cp.async copies of 8

@@ -24,6 +24,14 @@
 // times with course::bench::measure (warm-up, L2 flushed before every iteration, CUDA events)
 // and reports TFLOPS = 2 N K P Q C R S / time and GBps = the fewest bytes (x, w read once, y
 // written once) / time.
+//
+// register_conv_rows_as<Input>(family, rows, layers, layout) does the same for kernels whose x
+// and w are float16 or bfloat16 (ConvRowOf<__half>, m3.05) and/or whose tensors are NHWC /
+// KRSC: the inputs are rounded to Input before the reference, the check uses
+// conv_tolerance(fp16 or bf16, C R S), and the bytes count 2-byte x and w. A row may compare
+// with a row of another family (compare_family, e.g. m3.05's conv_fp16 rows with m3.04's
+// conv_fp32 ones): its counter is then named speedup_vs_<that family>, so the difference of
+// precision is in the name.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -43,54 +51,70 @@
 #include "course/conv_reference.h"
 #include "course/cuda_check.h"
 #include "course/device_buffer.h"
+#include "course/gemm_reference.h"
 #include "course/random.h"
 #include "course/verify.h"
 
 namespace course::bench {
 
-struct ConvRow {
+// (No default member initializers: GCC 12 fails, an internal compiler error, on one for a
+// std::function member of this class template. Fields left out of a brace initializer are
+// empty all the same.)
+template <typename Input>
+struct ConvRowOf {
   std::string name;        // "<step>/<who>", e.g. "m3_03_tiled/solution"
-  ConvCall conv;           // NCHW float32: a ConvFn (course/conv.h), or a lambda binding more
-  std::string compare_with = "";  // an earlier row's name, for the speedup counter, or ""
+  ConvCallOf<Input> conv;  // a ConvFn (course/conv.h) or ConvFnOf<Input>, or a lambda binding more
+  std::string compare_with;  // an earlier row's name, for the speedup counter, or empty
   // Extra counters of the row, worked out from the layer's shape (e.g. m3.04's X_col bytes);
   // empty: none.
-  std::function<std::map<std::string, double>(const ConvShape&)> counters = {};
+  std::function<std::map<std::string, double>(const ConvShape&)> counters;
+  // The family of the compare_with row, when it is not this row's own (another precision).
+  std::string compare_family;
 };
+using ConvRow = ConvRowOf<float>;  // NCHW float32 (m3.03, m3.04)
 
-// The fewest DRAM bytes of one forward convolution in float32: read x and w once, write y.
-inline double conv_min_bytes(const ConvShape& s) {
-  return 4.0 * (static_cast<double>(s.input_elements()) + static_cast<double>(s.weight_elements()) +
-                static_cast<double>(s.output_elements()));
+// The fewest DRAM bytes of one forward convolution: read x and w once (input_bytes each
+// element), write y once (float32).
+inline double conv_min_bytes(const ConvShape& s, double input_bytes = 4.0) {
+  return input_bytes *
+             (static_cast<double>(s.input_elements()) + static_cast<double>(s.weight_elements())) +
+         4.0 * static_cast<double>(s.output_elements());
 }
 
 namespace detail {
 
+template <typename Input>
 struct ConvBenchProblem {
   ConvShape shape{};
-  std::vector<float> x, w;
+  Dtype dtype = Dtype::fp32;
+  std::vector<Input> x, w;            // in the layout the rows take
   std::vector<std::int64_t> sampled;  // conv_sample_outputs
   std::vector<double> reference;      // at the sampled outputs
 };
 
-inline const ConvBenchProblem& conv_bench_problem(const ConvCase& layer) {
-  static std::map<std::string, std::unique_ptr<ConvBenchProblem>> cache;
-  auto& entry = cache[layer.name];
+template <typename Input>
+const ConvBenchProblem<Input>& conv_bench_problem(const ConvCase& layer, ConvLayout layout) {
+  static std::map<std::string, std::unique_ptr<ConvBenchProblem<Input>>> cache;
+  auto& entry = cache[std::string(layer.name) + "/" + to_string(layout)];
   if (!entry) {
-    auto problem = std::make_unique<ConvBenchProblem>();
+    auto problem = std::make_unique<ConvBenchProblem<Input>>();
     const ConvShape& s = layer.shape;
     problem->shape = s;
-    problem->x = random_uniform<float>(static_cast<std::size_t>(s.input_elements()), 3000);
-    problem->w = random_uniform<float>(static_cast<std::size_t>(s.weight_elements()), 4000);
-    problem->sampled = conv_sample_outputs(s, ConvLayout::nchw);
-    problem->reference =
-        reference_conv2d_outputs(s, ConvLayout::nchw, problem->x, problem->w, {}, problem->sampled);
+    problem->dtype = gemm_input_dtype<Input>();
+    const auto x = gemm_inputs<Input>(static_cast<std::size_t>(s.input_elements()), 3000);
+    const auto w = gemm_inputs<Input>(static_cast<std::size_t>(s.weight_elements()), 4000);
+    problem->x = x.device;
+    problem->w = w.device;
+    problem->sampled = conv_sample_outputs(s, layout);
+    problem->reference = reference_conv2d_outputs(s, layout, x.exact, w.exact, {}, problem->sampled);
     entry = std::move(problem);
   }
   return *entry;
 }
 
 // An empty string when y (downloaded) passes, else what is wrong.
-inline std::string check_conv_bench_result(const ConvBenchProblem& p, const std::vector<float>& y) {
+template <typename Input>
+std::string check_conv_bench_result(const ConvBenchProblem<Input>& p, const std::vector<float>& y) {
   for (std::size_t i = 0; i < y.size(); ++i) {
     if (!std::isfinite(y[i])) {
       return "output " + std::to_string(i) + " is " +
@@ -100,7 +124,7 @@ inline std::string check_conv_bench_result(const ConvBenchProblem& p, const std:
   std::vector<float> got(p.sampled.size());
   for (std::size_t i = 0; i < got.size(); ++i) got[i] = y[static_cast<std::size_t>(p.sampled[i])];
   const VerifyResult check =
-      verify(got, p.reference, conv_tolerance(Dtype::fp32, p.shape.gemm_k()));
+      verify(got, p.reference, conv_tolerance(p.dtype, p.shape.gemm_k()));
   if (!check) return std::string("sampled outputs (the [indices] count the sample): ") + check.message();
   return "";
 }
@@ -111,13 +135,14 @@ inline std::map<std::string, double>& conv_bench_seconds() {
   return results;
 }
 
-inline void run_conv_row(benchmark::State& state, const std::string& family, const ConvRow& row,
-                         const ConvCase& layer) {
+template <typename Input>
+void run_conv_row(benchmark::State& state, const std::string& family, const ConvRowOf<Input>& row,
+                  const ConvCase& layer, ConvLayout layout) {
   try {
-    const ConvBenchProblem& p = conv_bench_problem(layer);
+    const ConvBenchProblem<Input>& p = conv_bench_problem<Input>(layer, layout);
     const ConvShape& s = p.shape;
-    auto x = DeviceBuffer<float>::from_host(p.x);
-    auto w = DeviceBuffer<float>::from_host(p.w);
+    auto x = DeviceBuffer<Input>::from_host(p.x);
+    auto w = DeviceBuffer<Input>::from_host(p.w);
     DeviceBuffer<float> y(static_cast<std::size_t>(s.output_elements()));
     y.poison();
 
@@ -128,7 +153,7 @@ inline void run_conv_row(benchmark::State& state, const std::string& family, con
     const std::string problem = check_conv_bench_result(p, y.to_host());
     if (!problem.empty()) return fail(state, "wrong result for " + to_string(s) + ": " + problem);
 
-    measure(state, Work{conv_min_bytes(s), s.flops()}, [&](cudaStream_t stream) {
+    measure(state, Work{conv_min_bytes(s, sizeof(Input)), s.flops()}, [&](cudaStream_t stream) {
       row.conv(s, x.data(), w.data(), nullptr, y.data(), stream);
     });
 
@@ -138,8 +163,10 @@ inline void run_conv_row(benchmark::State& state, const std::string& family, con
     auto& results = conv_bench_seconds();
     results[family + "/" + row.name + "/" + layer.name] = seconds;
     if (!row.compare_with.empty()) {
-      const auto earlier = results.find(family + "/" + row.compare_with + "/" + layer.name);
-      if (earlier != results.end()) state.counters["speedup"] = earlier->second / seconds;
+      const std::string other = row.compare_family.empty() ? family : row.compare_family;
+      const auto earlier = results.find(other + "/" + row.compare_with + "/" + layer.name);
+      const std::string counter = other == family ? "speedup" : "speedup_vs_" + other;
+      if (earlier != results.end()) state.counters[counter] = earlier->second / seconds;
     }
     if (row.counters) {
       for (const auto& [name, value] : row.counters(s)) state.counters[name] = value;
@@ -151,19 +178,28 @@ inline void run_conv_row(benchmark::State& state, const std::string& family, con
 
 }  // namespace detail
 
-// Registers the rows described at the top of this file: for each layer, each row in order.
-inline void register_conv_rows(const std::string& family, const std::vector<ConvRow>& rows,
-                               const std::vector<ConvCase>& layers) {
+// Registers the rows described at the top of this file: for each layer, each row in order,
+// with x, w and y in `layout`.
+template <typename Input>
+void register_conv_rows_as(const std::string& family, const std::vector<ConvRowOf<Input>>& rows,
+                           const std::vector<ConvCase>& layers,
+                           ConvLayout layout = ConvLayout::nchw) {
   for (const ConvCase& layer : layers) {
-    for (const ConvRow& row : rows) {
+    for (const ConvRowOf<Input>& row : rows) {
       auto* bench = benchmark::RegisterBenchmark(
           (family + "/" + row.name + "/" + layer.name).c_str(),
-          [family, row, layer](benchmark::State& state) {
-            detail::run_conv_row(state, family, row, layer);
+          [family, row, layer, layout](benchmark::State& state) {
+            detail::run_conv_row<Input>(state, family, row, layer, layout);
           });
       bench->UseManualTime()->Unit(benchmark::kMillisecond);
     }
   }
+}
+
+// The float32 NCHW rows of m3.03 and m3.04.
+inline void register_conv_rows(const std::string& family, const std::vector<ConvRow>& rows,
+                               const std::vector<ConvCase>& layers) {
+  register_conv_rows_as<float>(family, rows, layers);
 }
 
 }  // namespace course::bench

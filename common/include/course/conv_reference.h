@@ -33,9 +33,12 @@ namespace course {
 
 // What the convolution tests and benchmarks call: any callable with the signature of
 // course::ConvFn (course/conv.h), so a plain launcher (m3.03's) and a lambda that binds more
-// arguments (m3.04's workspace) both fit.
-using ConvCall = std::function<void(const ConvShape& shape, const float* x, const float* w,
-                                    const float* bias, float* y, cudaStream_t stream)>;
+// arguments (m3.04's workspace) both fit. ConvCallOf<__half> (or __nv_bfloat16) is the form
+// for kernels whose x and w are 16-bit (m3.05); y and the bias stay float32.
+template <typename Input>
+using ConvCallOf = std::function<void(const ConvShape& shape, const Input* x, const Input* w,
+                                      const float* bias, float* y, cudaStream_t stream)>;
+using ConvCall = ConvCallOf<float>;
 
 namespace detail {
 

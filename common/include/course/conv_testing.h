@@ -26,8 +26,17 @@
 //     reference costs at most 2^28 multiply-adds, otherwise the outputs of
 //     conv_sample_outputs (the edges of every tile, every image and filter at the corners),
 //     after every output of y has been checked to be written and finite.
+//
+// The same bodies test a convolution whose x and w are float16 or bfloat16 (m3.05's implicit
+// GEMM, a ConvCallOf<__half>) and whose tensors are NHWC / KRSC: the *_as<Input> forms with
+// ConvTestOptions{ConvLayout::nhwc}. The inputs are then rounded to the input type first and
+// the reference is computed from the rounded values; the tolerance is
+// conv_tolerance(fp16 or bf16, C * R * S). ConvTestOptions::input_offset starts x and w
+// that many elements past a 16-byte boundary (a kernel's slow path for unaligned tensors).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,6 +52,8 @@
 #include "course/conv_reference.h"
 #include "course/cuda_check.h"
 #include "course/device_buffer.h"
+#include "course/gemm_reference.h"
+#include "course/guarded_buffer.h"
 #include "course/random.h"
 #include "course/testing.h"
 #include "course/verify.h"
@@ -54,11 +65,22 @@ inline std::string conv_case_name(const ::testing::TestParamInfo<ConvCase>& info
   return info.param.name;
 }
 
-// "y[n=1][k=3][p=0][q=12]" for an NCHW offset of y, for messages.
-inline std::string describe_conv_output(const ConvShape& s, std::int64_t index) {
+// What a convolution under test takes besides its input type.
+struct ConvTestOptions {
+  ConvLayout layout = ConvLayout::nchw;  // of x, w and y (course/conv.h)
+  std::size_t input_offset = 0;          // x and w start this many elements past 16 bytes
+};
+
+// "y[n=1][k=3][p=0][q=12]" for an offset of y in `layout`, for messages.
+inline std::string describe_conv_output(const ConvShape& s, std::int64_t index,
+                                        ConvLayout layout = ConvLayout::nchw) {
   const std::int64_t Q = s.Q(), P = s.P();
-  const std::int64_t q = index % Q, p = (index / Q) % P, k = (index / Q / P) % s.K,
-                     n = index / Q / P / s.K;
+  std::int64_t n, k, p, q;
+  if (layout == ConvLayout::nchw) {
+    q = index % Q, p = (index / Q) % P, k = (index / Q / P) % s.K, n = index / Q / P / s.K;
+  } else {
+    k = index % s.K, q = (index / s.K) % Q, p = (index / s.K / Q) % P, n = index / s.K / Q / P;
+  }
   return "y[n=" + std::to_string(n) + "][k=" + std::to_string(k) + "][p=" + std::to_string(p) +
          "][q=" + std::to_string(q) + "]";
 }
@@ -69,24 +91,34 @@ inline bool conv_check_is_full(const ConvShape& s) {
   return static_cast<double>(s.output_elements()) * static_cast<double>(s.gemm_k()) <= 268435456.0;
 }
 
-// Runs `conv` once (NCHW) on seeded random inputs and checks y and the guards as described at
-// the top of this file. Failures are reported with ADD_FAILURE, each ending with `hint`.
-// `stream` is passed to conv, which must finish its work there.
-inline void expect_conv_matches_reference(const ConvCall& conv, const ConvShape& s, bool with_bias,
-                                          const char* hint, cudaStream_t stream = nullptr) {
+// Runs `conv` once on seeded random inputs (in options.layout, rounded to Input) and checks y
+// and the guards as described at the top of this file. Failures are reported with
+// ADD_FAILURE, each ending with `hint`. `stream` is passed to conv, which must finish its
+// work there.
+template <typename Input>
+void expect_conv_matches_reference_as(const ConvCallOf<Input>& conv, const ConvShape& s,
+                                      bool with_bias, const char* hint,
+                                      cudaStream_t stream = nullptr, ConvTestOptions options = {}) {
   const std::uint64_t seed = test_seed();
+  const ConvLayout layout = options.layout;
   std::ostringstream what;
-  what << "conv2d of " << to_string(s) << (with_bias ? " with a bias" : " without a bias")
+  what << "conv2d (" << to_string(gemm_input_dtype<Input>()) << ", " << to_string(layout)
+       << ") of " << to_string(s) << (with_bias ? " with a bias" : " without a bias")
+       << (options.input_offset != 0
+               ? ", x and w " + std::to_string(options.input_offset * sizeof(Input)) +
+                     " bytes past 16-byte boundaries"
+               : std::string())
        << " (seed " << seed << ")";
 
-  const std::vector<float> x = random_uniform<float>(static_cast<std::size_t>(s.input_elements()), seed);
-  const std::vector<float> w = random_uniform<float>(static_cast<std::size_t>(s.weight_elements()), seed + 1);
+  // The values the kernel gets, and the same values as floats for the reference.
+  const auto x = gemm_inputs<Input>(static_cast<std::size_t>(s.input_elements()), seed);
+  const auto w = gemm_inputs<Input>(static_cast<std::size_t>(s.weight_elements()), seed + 1);
   const std::vector<float> bias =
       with_bias ? random_uniform<float>(static_cast<std::size_t>(s.K), seed + 2) : std::vector<float>();
   const std::size_t outputs = static_cast<std::size_t>(s.output_elements());
 
-  auto device_x = GuardedBuffer<float>::from_host(x);
-  auto device_w = GuardedBuffer<float>::from_host(w);
+  auto device_x = GuardedBuffer<Input>::from_host(x.device, options.input_offset);
+  auto device_w = GuardedBuffer<Input>::from_host(w.device, options.input_offset);
   auto device_bias = GuardedBuffer<float>::from_host(bias);
   GuardedBuffer<float> device_y(outputs);
   // cudaMemset and cudaMemcpy from pageable memory may still be running when they return,
@@ -128,21 +160,21 @@ inline void expect_conv_matches_reference(const ConvCall& conv, const ConvShape&
     if (unwritten > 0) {
       ADD_FAILURE() << what.str() << ": " << unwritten << " of " << outputs
                     << " outputs are not finite, the first "
-                    << describe_conv_output(s, static_cast<std::int64_t>(first)) << " = "
+                    << describe_conv_output(s, static_cast<std::int64_t>(first), layout) << " = "
                     << y[first]
                     << (is_poison(y[first]) ? " (never written: still the poison value)"
                                                     : "")
                     << ". " << hint;
       return;
     }
-    checked = conv_sample_outputs(s, ConvLayout::nchw);
+    checked = conv_sample_outputs(s, layout);
   }
 
   const std::vector<double> expected =
-      reference_conv2d_outputs(s, ConvLayout::nchw, x, w, bias, checked);
+      reference_conv2d_outputs(s, layout, x.exact, w.exact, bias, checked);
   std::vector<float> got(checked.size());
   for (std::size_t i = 0; i < checked.size(); ++i) got[i] = y[static_cast<std::size_t>(checked[i])];
-  const Tolerance tol = conv_tolerance(Dtype::fp32, s.gemm_k() + (with_bias ? 1 : 0));
+  const Tolerance tol = conv_tolerance(gemm_input_dtype<Input>(), s.gemm_k() + (with_bias ? 1 : 0));
   const ::testing::AssertionResult match = verify(got, expected, tol);
   if (!match) {
     // Name the first wrong output by its (n, k, p, q), which says which tile went wrong.
@@ -156,10 +188,17 @@ inline void expect_conv_matches_reference(const ConvCall& conv, const ConvShape&
     }
     ADD_FAILURE() << what.str() << ": y differs from the float64 reference"
                   << (full ? "" : " on the sampled outputs (the [indices] count the sample)")
-                  << "; the first wrong output is " << describe_conv_output(s, checked[first])
-                  << " = " << got[first] << ", expected " << expected[first] << ".\n"
+                  << "; the first wrong output is "
+                  << describe_conv_output(s, checked[first], layout) << " = " << got[first]
+                  << ", expected " << expected[first] << ".\n"
                   << match.message() << "\n" << hint;
   }
+}
+
+// The float32 NCHW form (m3.03, m3.04).
+inline void expect_conv_matches_reference(const ConvCall& conv, const ConvShape& s, bool with_bias,
+                                          const char* hint, cudaStream_t stream = nullptr) {
+  expect_conv_matches_reference_as<float>(conv, s, with_bias, hint, stream);
 }
 
 namespace detail {
@@ -191,10 +230,13 @@ void expect_conv_rejects(const Call& call, const std::string& what,
 // the bad value, before anything runs; N == 0 is accepted and does nothing (x and y may be
 // null then). The argument checks are given code in the skeletons: this test guards the
 // contract (course/conv.h: require_conv_arguments, require_conv_pointers).
-inline void expect_conv_rejects_bad_arguments(const ConvCall& conv, const std::string& function,
-                                              const char* hint) {
+// (x and w point into the same float buffer as y, reinterpreted as Input.)
+template <typename Input>
+void expect_conv_rejects_bad_arguments_as(const ConvCallOf<Input>& conv,
+                                          const std::string& function, const char* hint) {
   GuardedBuffer<float> buffer(4096);  // stands in for x, w and y: nothing may touch it
-  float* p = buffer.data();
+  float* y_buffer = buffer.data();
+  Input* p_in = reinterpret_cast<Input*>(y_buffer);
   const ConvShape good = conv_shape(2, 3, 8, 8, 4, 3, 3, 1, 1);
   struct Bad {
     ConvShape shape;
@@ -221,22 +263,22 @@ inline void expect_conv_rejects_bad_arguments(const ConvCall& conv, const std::s
   for (const Bad& b : bad) {
     std::vector<std::string> wanted = b.wanted;
     wanted.push_back(function);
-    detail::expect_conv_rejects([&] { conv(b.shape, p, p, nullptr, p, nullptr); }, b.what, wanted,
+    detail::expect_conv_rejects([&] { conv(b.shape, p_in, p_in, nullptr, y_buffer, nullptr); }, b.what, wanted,
                                 hint);
   }
-  detail::expect_conv_rejects([&] { conv(good, p, nullptr, nullptr, p, nullptr); }, "w = null",
+  detail::expect_conv_rejects([&] { conv(good, p_in, nullptr, nullptr, y_buffer, nullptr); }, "w = null",
                               {function, "w must be a device pointer"}, hint);
-  detail::expect_conv_rejects([&] { conv(good, nullptr, p, nullptr, p, nullptr); }, "x = null",
+  detail::expect_conv_rejects([&] { conv(good, nullptr, p_in, nullptr, y_buffer, nullptr); }, "x = null",
                               {function, "x must be a device pointer"}, hint);
-  detail::expect_conv_rejects([&] { conv(good, p, p, nullptr, nullptr, nullptr); }, "y = null",
+  detail::expect_conv_rejects([&] { conv(good, p_in, p_in, nullptr, nullptr, nullptr); }, "y = null",
                               {function, "y must be a device pointer"}, hint);
 
   // N == 0: nothing to compute, so nothing may be launched or written, and x, y may be null.
   ConvShape empty = good;
   empty.N = 0;
   try {
-    conv(empty, nullptr, p, nullptr, nullptr, nullptr);
-    conv(empty, p, p, nullptr, p, nullptr);
+    conv(empty, nullptr, p_in, nullptr, nullptr, nullptr);
+    conv(empty, p_in, p_in, nullptr, y_buffer, nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
   } catch (const std::exception& error) {
     ADD_FAILURE() << "N = 0 is an empty batch, not an error: " << error.what() << " " << hint;
@@ -248,18 +290,25 @@ inline void expect_conv_rejects_bad_arguments(const ConvCall& conv, const std::s
   EXPECT_TRUE(untouched) << "a rejected call or an N = 0 call wrote to memory. " << hint;
 }
 
+inline void expect_conv_rejects_bad_arguments(const ConvCall& conv, const std::string& function,
+                                              const char* hint) {
+  expect_conv_rejects_bad_arguments_as<float>(conv, function, hint);
+}
+
 // The launcher must queue its work on the stream it is given: captured into a CUDA graph from
 // that stream, the launch must appear in the graph (a kernel launched on the default stream
 // would not), and replaying the graph must compute the right y.
-inline void expect_conv_runs_on_stream(const ConvCall& conv, const char* hint,
-                                       ConvShape s = conv_shape(2, 5, 13, 11, 7, 3, 3, 1, 1)) {
+template <typename Input>
+void expect_conv_runs_on_stream_as(const ConvCallOf<Input>& conv, const char* hint,
+                                   ConvShape s = conv_shape(2, 5, 13, 11, 7, 3, 3, 1, 1),
+                                   ConvLayout layout = ConvLayout::nchw) {
   const std::uint64_t seed = test_seed() + 7;
-  const auto x = random_uniform<float>(static_cast<std::size_t>(s.input_elements()), seed);
-  const auto w = random_uniform<float>(static_cast<std::size_t>(s.weight_elements()), seed + 1);
+  const auto x = gemm_inputs<Input>(static_cast<std::size_t>(s.input_elements()), seed);
+  const auto w = gemm_inputs<Input>(static_cast<std::size_t>(s.weight_elements()), seed + 1);
   const auto bias = random_uniform<float>(static_cast<std::size_t>(s.K), seed + 2);
-  const std::vector<double> expected = reference_conv2d(s, ConvLayout::nchw, x, w, bias);
-  auto device_x = DeviceBuffer<float>::from_host(x);
-  auto device_w = DeviceBuffer<float>::from_host(w);
+  const std::vector<double> expected = reference_conv2d(s, layout, x.exact, w.exact, bias);
+  auto device_x = DeviceBuffer<Input>::from_host(x.device);
+  auto device_w = DeviceBuffer<Input>::from_host(w.device);
   auto device_bias = DeviceBuffer<float>::from_host(bias);
   DeviceBuffer<float> device_y(static_cast<std::size_t>(s.output_elements()));
   device_y.poison();
@@ -270,8 +319,15 @@ inline void expect_conv_runs_on_stream(const ConvCall& conv, const char* hint,
     ADD_FAILURE() << to_string(s) << ": " << on_stream.message() << "\n" << hint;
     return;
   }
-  EXPECT_TRUE(verify(device_y.to_host(), expected, conv_tolerance(Dtype::fp32, s.gemm_k() + 1)))
-      << to_string(s) << " with a bias, run from a CUDA graph captured on a stream. " << hint;
+  EXPECT_TRUE(verify(device_y.to_host(), expected,
+                     conv_tolerance(gemm_input_dtype<Input>(), s.gemm_k() + 1)))
+      << to_string(s) << " (" << to_string(layout)
+      << ") with a bias, run from a CUDA graph captured on a stream. " << hint;
+}
+
+inline void expect_conv_runs_on_stream(const ConvCall& conv, const char* hint,
+                                       ConvShape s = conv_shape(2, 5, 13, 11, 7, 3, 3, 1, 1)) {
+  expect_conv_runs_on_stream_as<float>(conv, hint, s);
 }
 
 }  // namespace course

@@ -66,6 +66,22 @@ __device__ __forceinline__ void mma_16x8x16(float (&acc)[4], const std::uint32_t
 #endif
 }
 
+// The same product with bfloat16 a and b (same fragment layouts; m3.05's bf16 convolution).
+__device__ __forceinline__ void mma_16x8x16_bf16(float (&acc)[4], const std::uint32_t (&a)[4],
+                                                 const std::uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  (void)a;
+  (void)b;
+  acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+#endif
+}
+
 // Where the 16-byte chunk `chunk` of row `row` of a shared tile goes, for tiles whose rows
 // hold kChunksPerRow chunks (kChunksPerRow * 8 halves). ldmatrix reads one chunk from each
 // of 8 consecutive rows at the same column; stored plainly, rows of 64 bytes or more put

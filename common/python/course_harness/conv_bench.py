@@ -1,4 +1,4 @@
-"""The convolution family's Python benchmarks (m3.03, m3.04): the ResNet layers the C++
+"""The convolution family's Python benchmarks (m3.03 to m3.05): the ResNet layers the C++
 benchmarks time, the float32 tolerance, PyTorch's TF32 switches, and the cuDNN baseline
 row a PyTorch user has (F.conv2d, cudnn.benchmark = True), with a main() that runs any rows.
 
@@ -81,6 +81,51 @@ def cudnn_rows(rows, timer, layer, inputs, precisions):
                      lambda: F.conv2d(inputs.x, inputs.w, stride=layer.stride, padding=layer.padding,
                                           dilation=layer.dilation),
                      precision)
+
+
+def tolerance_16bit(precision, products):
+    """For cuDNN's fp16 / bf16 rows: the inputs are rounded first (the reference uses the rounded
+    values), but cuDNN may pick Winograd or FFT algorithms and round y to 16 bits, so the
+    absolute part grows like a random walk and the relative part is the type's (the C++ tests'
+    conv_tolerance(fp16 or bf16, ...) is tighter: their kernels accumulate and write float32)."""
+    if precision == "fp16":
+        return 1e-5 + 2.0 ** -10 * math.sqrt(products), 1e-3
+    return 1e-5 + 2.0 ** -7 * math.sqrt(products), 1.6e-2
+
+
+def cudnn_16bit_rows(rows, timer, layer, inputs, precisions=("fp16",), layouts=("nhwc", "nchw")):
+    """conv_<fp16|bf16>/cudnn_<nhwc|nchw>_torch/<layer>: F.conv2d on x and w rounded to 16 bits,
+    in channels_last (NHWC activations, KRSC weights: the tensor cores' layout, m3.05's) or the
+    default NCHW, cudnn.benchmark = True, TF32 off (it does not apply to 16-bit inputs, but is
+    set explicitly all the same). Checked against F.conv2d in float64 of the rounded values."""
+    set_tf32(False)
+    for precision in precisions:
+        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+        x16, w16 = inputs.x.to(dtype), inputs.w.to(dtype)
+        expected = F.conv2d(x16.double(), w16.double(), stride=layer.stride, padding=layer.padding,
+                            dilation=layer.dilation)
+        atol, rtol = tolerance_16bit(precision, layer.c * layer.r * layer.s)
+        flops = inputs.flops
+        bytes_moved = 2.0 * (x16.numel() + w16.numel() + expected.numel())
+        for layout in layouts:
+            if layout == "nhwc":
+                x = x16.to(memory_format=torch.channels_last)
+                w = w16.to(memory_format=torch.channels_last)
+            else:
+                x, w = x16.contiguous(), w16.contiguous()
+
+            def run(x=x, w=w):
+                return F.conv2d(x, w, stride=layer.stride, padding=layer.padding,
+                                dilation=layer.dilation)
+
+            def check(y, expected=expected, atol=atol, rtol=rtol):
+                torch.testing.assert_close(y.double(), expected, atol=atol, rtol=rtol)
+
+            benchmarking.measure(
+                rows, timer, f"conv_{precision}/cudnn_{layout}_torch/{layer.name}", run, check,
+                TFLOPS=lambda ms: flops / (ms * 1e-3) / 1e12,
+                GBps=lambda ms: bytes_moved / (ms * 1e-3) / 1e9)
+        del x16, w16, expected
 
 
 def parse_args(doc):

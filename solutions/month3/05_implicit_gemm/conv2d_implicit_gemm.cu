@@ -1,0 +1,341 @@
+// Exercise m3.05: convolution as an implicit GEMM on the tensor cores. (Reference solution.)
+//
+// What changes from m3.04 (im2col + a GEMM), and why it is faster:
+//  * No X_col. m3.04 wrote the R S / stride^2 times larger X_col to DRAM and read it back for
+//    the GEMM. Here the GEMM's A tiles are gathered from x straight into shared memory, each
+//    tile when the main loop needs it: x is read (mostly from L2: neighbouring windows
+//    overlap), never X_col.
+//  * The tensor cores. m2.07's part-3 main loop (implicit_gemm_pipeline.h): float16 or
+//    bfloat16 inputs, float32 accumulation, 128 x 128 (or 128 x 64) tiles, 3 stages of
+//    cp.async, swizzled shared memory, ldmatrix and mma.sync. m3.04 ran in true float32 on
+//    the CUDA cores.
+//  * NHWC. The 8 channels c .. c + 7 of one input pixel are 16 contiguous bytes, and so are
+//    8 consecutive GEMM k (g = (r S + s) C + c) when C % 8 == 0: one 16-byte cp.async per 8
+//    elements of A, like a row-major matrix. In NCHW those 8 elements are H W apart.
+// Part 1 computes every index of every copy in place (CUTLASS's "analytic" iterator); part 2
+// decodes each GEMM row once per block with fast division and walks the filter taps from
+// tile to tile without dividing (CUTLASS's "optimized" iterator). README.md shows what each
+// step bought on the reference GPU.
+#include "implicit_gemm.h"
+
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cstdint>
+#include <vector>
+
+#include "course/async_copy.h"
+#include "course/conv.h"
+#include "course/cuda_check.h"
+#include "course/fast_divmod.h"
+#include "course/launch.h"
+#include "implicit_gemm_pipeline.h"
+
+namespace course::COURSE_IMPL {  // see course/impl.h
+namespace {
+
+using namespace course::implicit_gemm;  // ConvTile, ConvProblem, the kernel, stage_offset
+
+// The output pixel of a GEMM row, and the filter tap of a GEMM column.
+struct OutputPixel {
+  int n, p, q;
+};
+struct FilterTap {
+  int r, s, c;
+};
+// ---- end of given ----
+
+// ---------------------------------------------------------------------------------------
+// Part 1: the indices, computed in place.
+// ---------------------------------------------------------------------------------------
+
+// GEMM row m = (n P + p) Q + q: one output pixel, in y's NHWC order.
+__host__ __device__ __forceinline__ OutputPixel gemm_row_to_pixel(int m, int P, int Q) {
+  // Two divisions undo the two multiplications: m / (P Q) is the image, what is left of it
+  // (p Q + q) splits into the output row and column.
+  const int PQ = P * Q;
+  const int n = m / PQ, pq = m - n * PQ;
+  const int p = pq / Q;
+  return {n, p, pq - p * Q};
+}
+
+// GEMM column g = (r S + s) C + c: KRSC's order, channels fastest, so 8 consecutive g are 8
+// channels of one tap when C % 8 == 0.
+__host__ __device__ __forceinline__ FilterTap gemm_k_to_tap(int g, int C, int S) {
+  const int rs = g / C;
+  const int r = rs / S;
+  return {r, rs - r * S, g - rs * C};
+}
+
+// The input row (or column) that output row p reads through filter row r: the window starts
+// at p * stride - pad (negative in the top padding) and filter row r sits r * dilation below.
+// Cross-correlation, as PyTorch: no flip of the filter.
+__host__ __device__ __forceinline__ int input_position(int p, int r, int stride, int pad,
+                                                       int dilation) {
+  return p * stride - pad + r * dilation;
+}
+
+// Whether A[m][g] reads x: a real row and column of the GEMM (the last tiles stick out), and
+// an input position inside the image (outside it is the zero padding).
+__host__ __device__ __forceinline__ bool reads_input(const ConvProblem& problem, int m, int g,
+                                                     int h, int w) {
+  return m < problem.M && g < problem.gemm_k && h >= 0 && h < problem.shape.H && w >= 0 &&
+         w < problem.shape.W;
+}
+
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
+// Everything part 1 knows about A[m][g] (course::ImplicitGemmTap, implicit_gemm.h).
+__host__ __device__ __forceinline__ ImplicitGemmTap locate(const ConvProblem& problem, int m,
+                                                           int g) {
+  const ConvShape& s = problem.shape;
+  const OutputPixel pixel = gemm_row_to_pixel(m, problem.P, problem.Q);
+  const FilterTap tap = gemm_k_to_tap(g, s.C, s.S);
+  ImplicitGemmTap t;
+  t.n = pixel.n, t.p = pixel.p, t.q = pixel.q;
+  t.r = tap.r, t.s = tap.s, t.c = tap.c;
+  t.h = input_position(pixel.p, tap.r, s.stride_h, s.pad_h, s.dilation_h);
+  t.w = input_position(pixel.q, tap.s, s.stride_w, s.pad_w, s.dilation_w);
+  t.inside = reads_input(problem, m, g, t.h, t.w);
+  return t;
+}
+
+// Part 1's A loader: every copy decodes its row and column from scratch (four divisions).
+// kVectorized (C % 8 == 0, x aligned): one 16-byte cp.async per 8 channels of one tap of one
+// pixel, all inside or all in the padding, zero-filled there (0 bytes read). Otherwise one
+// element at a time, plain loads and stores (the slow path of both parts: C = 3 first layers).
+template <class Tile, class Element, bool kVectorized>
+struct AnalyticLoader {
+  ConvProblem problem;
+  const Element* x;
+  int block_m;
+
+  __device__ AnalyticLoader(const ConvProblem& problem_, const Element* x_, int block_m_)
+      : problem(problem_), x(x_), block_m(block_m_) {}
+
+  __device__ __forceinline__ void copy(Element* As, int k0) const {
+    const int tid = static_cast<int>(threadIdx.x);
+    if constexpr (kVectorized) {
+#pragma unroll
+      for (int i = tid; i < Tile::kBlockM * Tile::kChunksK; i += Tile::kThreads) {
+        const int row = i / Tile::kChunksK, column = (i % Tile::kChunksK) * 8;
+        const ImplicitGemmTap t = locate(problem, block_m + row, k0 + column);
+        const Element* source =
+            t.inside ? x + conv_input_index(ConvLayout::nhwc, problem.shape, t.n, t.c, t.h, t.w)
+                     : x;
+        copy_16_bytes_async(shared_address(As + stage_offset<Tile>(row, column)), source,
+                            t.inside ? 16 : 0);
+      }
+    } else {
+      for (int i = tid; i < Tile::kBlockM * Tile::kBlockK; i += Tile::kThreads) {
+        const int row = i / Tile::kBlockK, column = i % Tile::kBlockK;
+        const ImplicitGemmTap t = locate(problem, block_m + row, k0 + column);
+        As[stage_offset<Tile>(row, column)] =
+            t.inside ? x[conv_input_index(ConvLayout::nhwc, problem.shape, t.n, t.c, t.h, t.w)]
+                     : zero_element<Element>();
+      }
+    }
+  }
+};
+
+}  // namespace
+
+ImplicitGemmTap implicit_gemm_tap(const ConvShape& shape, int m, int g) {
+  require_conv_arguments("implicit_gemm_tap", shape);
+  require(m >= 0 && g >= 0, "implicit_gemm_tap", "m and g must be >= 0");
+  return locate(make_conv_problem(shape), m, g);
+}
+
+namespace {
+// Part 2's state: where a GEMM row's window starts, decoded once per block. offset is the
+// index in x of (n, h, w, channel 0), which may lie in the padding (h or w outside the
+// image): only offset + a tap's delta that passed the check is ever read. Rows beyond the
+// GEMM (m >= M) get h = w = kOutsideRow, so that every check on them fails.
+struct RowStart {
+  int offset, h, w;
+};
+constexpr int kOutsideRow = INT_MIN / 2;
+
+// A thread's position along GEMM k: the column g and its filter tap (r, s, c).
+struct FilterWalk {
+  int g, r, s, c;
+};
+
+__host__ __device__ __forceinline__ FilterWalk filter_walk_start(const ConvProblem& problem,
+                                                                 int g) {
+  const int rs = g / problem.shape.C;
+  return {g, rs / problem.shape.S, rs % problem.shape.S, g - rs * problem.shape.C};
+}
+// ---- end of given ----
+
+// ---------------------------------------------------------------------------------------
+// Part 2: decode once, then walk.
+// ---------------------------------------------------------------------------------------
+
+// Row m's window, once per block: fast division (course/fast_divmod.h: a multiply-high, an
+// add and a shift) undoes m = (n P + p) Q + q; the window starts at (h, w) = (p stride_h -
+// pad_h, q stride_w - pad_w) of image n, at offset ((n H + h) W + w) C of x.
+__host__ __device__ __forceinline__ RowStart row_start(const ConvProblem& problem, int m) {
+  if (m >= problem.M) return {0, kOutsideRow, kOutsideRow};
+  const ConvShape& s = problem.shape;
+  int n, pq, p, q;
+  problem.by_pq.divmod(m, n, pq);
+  problem.by_q.divmod(pq, p, q);
+  const int h = p * s.stride_h - s.pad_h, w = q * s.stride_w - s.pad_w;
+  return {((n * s.H + h) * s.W + w) * s.C, h, w};
+}
+
+// g += step without a division: the channel moves on by step; each time it passes C, the tap
+// moves one column s to the right, and past S, to the next filter row r. The loop runs
+// step / C times or once more (once per tile for C >= 64).
+__host__ __device__ __forceinline__ void filter_walk_advance(FilterWalk& walk,
+                                                             const ConvProblem& problem, int step) {
+  walk.g += step;
+  walk.c += step;
+  while (walk.c >= problem.shape.C) {
+    walk.c -= problem.shape.C;
+    if (++walk.s == problem.shape.S) {
+      walk.s = 0;
+      ++walk.r;
+    }
+  }
+}
+
+// Whether the element of row `row` at the walk's tap reads x, and where: the tap moves the
+// window's start by r dilation_h rows and s dilation_w columns, i.e. by
+// (r dilation_h W + s dilation_w) C + c elements of x, the same delta for every row.
+// The unsigned compare tests 0 <= h < H in one go (a negative h is a huge unsigned).
+__host__ __device__ __forceinline__ bool tap_offset(const RowStart& row, const FilterWalk& walk,
+                                                    const ConvProblem& problem, int& offset) {
+  const ConvShape& s = problem.shape;
+  const int dh = walk.r * s.dilation_h, dw = walk.s * s.dilation_w;
+  offset = row.offset + (dh * s.W + dw) * s.C + walk.c;
+  return walk.g < problem.gemm_k &&
+         static_cast<unsigned>(row.h + dh) < static_cast<unsigned>(s.H) &&
+         static_cast<unsigned>(row.w + dw) < static_cast<unsigned>(s.W);
+}
+
+// ---- given: the same in the skeleton and the solution (./course check compares) ----
+// Part 2's A loader (the fast path only: C % 8 == 0, x aligned). Thread t always copies chunk
+// column t % kChunksK of rows t / kChunksK + j kRowStep (ConvTile), so it decodes its
+// kRowsPerThread rows once, in the constructor, and keeps one filter walk for its column.
+template <class Tile, class Element, bool kVectorized>
+struct PrecomputedLoader {
+  static_assert(kVectorized, "part 2's loader is the 16-byte path; the slow path is part 1's");
+  ConvProblem problem;
+  const Element* x;
+  RowStart rows[Tile::kRowsPerThread];
+  FilterWalk walk;
+
+  __device__ PrecomputedLoader(const ConvProblem& problem_, const Element* x_, int block_m)
+      : problem(problem_), x(x_) {
+    const int tid = static_cast<int>(threadIdx.x);
+#pragma unroll
+    for (int j = 0; j < Tile::kRowsPerThread; ++j) {
+      rows[j] = row_start(problem, block_m + tid / Tile::kChunksK + j * Tile::kRowStep);
+    }
+    walk = filter_walk_start(problem, (tid % Tile::kChunksK) * 8);
+  }
+
+  // Tiles come in order (k0 = 0, kBlockK, ...): the walk is already at k0 + this column.
+  __device__ __forceinline__ void copy(Element* As, int /*k0*/) {
+    const int tid = static_cast<int>(threadIdx.x);
+    const int column = (tid % Tile::kChunksK) * 8;
+#pragma unroll
+    for (int j = 0; j < Tile::kRowsPerThread; ++j) {
+      int offset = 0;
+      const bool inside = tap_offset(rows[j], walk, problem, offset);
+      copy_16_bytes_async(
+          shared_address(As +
+                         stage_offset<Tile>(tid / Tile::kChunksK + j * Tile::kRowStep, column)),
+          inside ? x + offset : x, inside ? 16 : 0);
+    }
+    filter_walk_advance(walk, problem, Tile::kBlockK);
+  }
+};
+
+// The wide tile when K > 64 and it gives at least two blocks per SM; otherwise the narrow one
+// (K = 64 layers, and layers with few output pixels, such as 7 x 7 images).
+inline bool use_wide_tile(const ConvProblem& problem) {
+  if (problem.N <= 64) return false;
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const long long blocks = static_cast<long long>(ceil_div(problem.M, WideTile::kBlockM)) *
+                           ceil_div(problem.N, WideTile::kBlockN);
+  return blocks >= 2LL * sms;
+}
+
+template <class Tile, template <class, class, bool> class FastLoader, class Element>
+void launch_tile(const ConvProblem& problem, bool vectorized, const Element* x, const Element* w,
+                 const float* bias, float* y, cudaStream_t stream) {
+  const long long blocks = static_cast<long long>(ceil_div(problem.M, Tile::kBlockM)) *
+                           ceil_div(problem.N, Tile::kBlockN);  // <= M * N < 2^31
+  // More than 48 KiB of shared memory per block only after opting in, per kernel.
+  const auto kernel = vectorized ? implicit_gemm_kernel<Tile, Element, FastLoader, true>
+                                 : implicit_gemm_kernel<Tile, Element, AnalyticLoader, false>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  Tile::kSharedBytes));
+  kernel<<<static_cast<unsigned>(blocks), Tile::kThreads, Tile::kSharedBytes, stream>>>(problem, x,
+                                                                                        w, bias, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <template <class, class, bool> class FastLoader, class Element>
+void launch_conv(const char* function, const ConvShape& s, const Element* x, const Element* w,
+                 const float* bias, float* y, cudaStream_t stream) {
+  require_conv_arguments(function, s);
+  require_conv_pointers(function, s, x, w, y);
+  if (s.N == 0) return;  // y is empty, and a launch of zero blocks is an error
+  const ConvProblem problem = make_conv_problem(s);
+  // 16-byte copies of 8 channels need C % 8 == 0 (a chunk never straddles two pixels or two
+  // taps; then C R S % 8 == 0 too, for W's rows) and x and w on 16-byte boundaries.
+  const bool vectorized = s.C % 8 == 0 && is_aligned(x, 16) && is_aligned(w, 16);
+  if (use_wide_tile(problem)) {
+    launch_tile<WideTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
+  } else {
+    launch_tile<NarrowTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
+  }
+}
+
+}  // namespace
+
+std::vector<std::int64_t> implicit_gemm_precomputed_walk(const ConvShape& shape, int m, int g0,
+                                                         int step, int steps) {
+  require_conv_arguments("implicit_gemm_precomputed_walk", shape);
+  require(m >= 0 && g0 >= 0 && step >= 1 && steps >= 0, "implicit_gemm_precomputed_walk",
+          "needs m >= 0, g0 >= 0, step >= 1 and steps >= 0");
+  const ConvProblem problem = make_conv_problem(shape);
+  const RowStart row = row_start(problem, m);
+  FilterWalk walk = filter_walk_start(problem, g0);
+  std::vector<std::int64_t> offsets;
+  for (int i = 0; i <= steps; ++i) {
+    int offset = 0;
+    offsets.push_back(tap_offset(row, walk, problem, offset) ? offset : -1);
+    if (i < steps) filter_walk_advance(walk, problem, step);
+  }
+  return offsets;
+}
+
+void conv2d_implicit_gemm_analytic_fp16(const ConvShape& shape, const __half* x, const __half* w,
+                                        const float* bias, float* y, cudaStream_t stream) {
+  launch_conv<AnalyticLoader>("conv2d_implicit_gemm_analytic_fp16", shape, x, w, bias, y, stream);
+}
+void conv2d_implicit_gemm_analytic_bf16(const ConvShape& shape, const __nv_bfloat16* x,
+                                        const __nv_bfloat16* w, const float* bias, float* y,
+                                        cudaStream_t stream) {
+  launch_conv<AnalyticLoader>("conv2d_implicit_gemm_analytic_bf16", shape, x, w, bias, y, stream);
+}
+void conv2d_implicit_gemm_fp16(const ConvShape& shape, const __half* x, const __half* w,
+                               const float* bias, float* y, cudaStream_t stream) {
+  launch_conv<PrecomputedLoader>("conv2d_implicit_gemm_fp16", shape, x, w, bias, y, stream);
+}
+void conv2d_implicit_gemm_bf16(const ConvShape& shape, const __nv_bfloat16* x,
+                               const __nv_bfloat16* w, const float* bias, float* y,
+                               cudaStream_t stream) {
+  launch_conv<PrecomputedLoader>("conv2d_implicit_gemm_bf16", shape, x, w, bias, y, stream);
+}
+
+}  // namespace course::COURSE_IMPL
+// ---- end of given ----
