@@ -65,6 +65,22 @@ function(course_exercise_id out_id out_month)
   set(${out_month} "month${CMAKE_MATCH_1}" PARENT_SCOPE)
 endfunction()
 
+# Whose earlier kernels an exercise built on earlier exercises uses (m3.04 calls your m2.05
+# SGEMM): `exercise` (yours, the default) or `solution` (the reference's), the same setting
+# as the Python exercises' COURSE_EARLIER_KERNELS environment variable, which also gives the
+# default here:  cmake -B build -DCOURSE_EARLIER_KERNELS=solution
+if(DEFINED ENV{COURSE_EARLIER_KERNELS} AND NOT "$ENV{COURSE_EARLIER_KERNELS}" STREQUAL "")
+  set(_course_earlier_default "$ENV{COURSE_EARLIER_KERNELS}")
+else()
+  set(_course_earlier_default "exercise")
+endif()
+set(COURSE_EARLIER_KERNELS "${_course_earlier_default}" CACHE STRING
+    "whose earlier kernels your exercises build on: exercise (yours) or solution (the reference)")
+set_property(CACHE COURSE_EARLIER_KERNELS PROPERTY STRINGS exercise solution)
+if(NOT COURSE_EARLIER_KERNELS MATCHES "^(exercise|solution)$")
+  message(FATAL_ERROR "COURSE_EARLIER_KERNELS must be exercise or solution, got ${COURSE_EARLIER_KERNELS}")
+endif()
+
 # Every file the learner edits has a twin under solutions/: stops the configure step when
 # one of FILES (relative to this exercise's folder) has none.
 function(course_require_solution_twins)

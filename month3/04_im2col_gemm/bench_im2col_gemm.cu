@@ -10,7 +10,7 @@
 //   conv_fp32/m3_04_im2col_cublas/exercise/<layer>  yours
 //   conv_fp32/m3_04_im2col_sgemm/solution/<layer>   im2col + the m2.05 SGEMM + permute
 //   conv_fp32/m3_04_im2col_sgemm/exercise/<layer>   yours (with your m2.05, unless
-//                                                   -DCOURSE_M304_SGEMM=solution)
+//                                                   -DCOURSE_EARLIER_KERNELS=solution)
 // All in float32 (conv_fp32: cuBLAS in CUBLAS_DEFAULT_MATH, no TF32, no tensor cores). The
 // m3.04 rows call conv2d_im2col_gemm with a workspace allocated once for the layer (one pass
 // over the batch), as a framework's allocator would give it; the allocation is not timed.

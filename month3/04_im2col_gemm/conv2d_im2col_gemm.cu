@@ -33,7 +33,7 @@
 #include "register_tiling.h"  // m2.05: sgemm_2d_register_tile
 
 // Which m2.05 SGEMM part 3 calls: CMake defines COURSE_M205_IMPL as `exercise` (yours, what
-// the skeleton calls unless you configure with -DCOURSE_M304_SGEMM=solution) or `solution`
+// the skeleton calls unless you configure with -DCOURSE_EARLIER_KERNELS=solution) or `solution`
 // (what the reference calls).
 #ifndef COURSE_M205_IMPL
 #error \
