@@ -28,4 +28,21 @@ __host__ __device__ __forceinline__ TileIndex grouped_tile(int launch_index, int
   return TileIndex{first_row + index_in_group % rows, index_in_group / rows};
 }
 
+// Where this block's tile of C starts (block_m, block_n: grouped_tile's order) and where this
+// warp's tile starts inside it (warp_m, warp_n: warps in row-major order over the block
+// tile), for a tile shape with kBlockM, kBlockN, kWarpM, kWarpN, kWarpsN and kGroupRows
+// (m2.07's MmaTile, m3.05's implicit-GEMM tiles) on an M x N output.
+struct WarpTileOrigin {
+  int block_m, block_n, warp_m, warp_n;
+};
+
+template <class Tile>
+__device__ __forceinline__ WarpTileOrigin warp_tile_origin(int M, int N, int warp) {
+  const TileIndex tile = grouped_tile<Tile::kGroupRows>(static_cast<int>(blockIdx.x),
+                                                        (M + Tile::kBlockM - 1) / Tile::kBlockM,
+                                                        (N + Tile::kBlockN - 1) / Tile::kBlockN);
+  return {tile.row * Tile::kBlockM, tile.col * Tile::kBlockN, (warp / Tile::kWarpsN) * Tile::kWarpM,
+          (warp % Tile::kWarpsN) * Tile::kWarpN};
+}
+
 }  // namespace course

@@ -102,8 +102,8 @@ __host__ __device__ constexpr int swizzled_chunk(int row, int chunk) {
 // inside C, and C never read when beta == 0 (it may hold NaN). One 8-byte store when both
 // are inside and `pairs_aligned` (N even and C 8-byte aligned, so (row, col) with col even
 // is 8-byte aligned); one float at a time at the right edge or when C is not aligned.
-__device__ __forceinline__ void store_accumulator_pair(float* __restrict__ C, int M, int N,
-                                                       int row, int col, float alpha, float beta,
+__device__ __forceinline__ void store_accumulator_pair(float* __restrict__ C, int M, int N, int row,
+                                                       int col, float alpha, float beta,
                                                        float value0, float value1,
                                                        bool pairs_aligned) {
   if (row >= M || col >= N) return;
@@ -125,6 +125,20 @@ __device__ __forceinline__ void store_accumulator_pair(float* __restrict__ C, in
 // True when C allows store_accumulator_pair's 8-byte stores: N even, C 8-byte aligned.
 __host__ __device__ __forceinline__ bool pairs_aligned(const float* C, int N) {
   return N % 2 == 0 && reinterpret_cast<unsigned long long>(C) % 8 == 0;
+}
+
+// A warp's accumulators, kTilesM x kTilesN mma tiles of 4 floats per lane, set to 0 before
+// the main loop adds the products to them.
+template <int kTilesM, int kTilesN>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kTilesM][kTilesN][4]) {
+#pragma unroll
+  for (int i = 0; i < kTilesM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTilesN; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    }
+  }
 }
 
 }  // namespace course

@@ -121,22 +121,13 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   __half* shared = reinterpret_cast<__half*>(dynamic_shared);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  const TileIndex tile = grouped_tile<Tile::kGroupRows>(static_cast<int>(blockIdx.x),
-                                                        (M + Tile::kBlockM - 1) / Tile::kBlockM,
-                                                        (N + Tile::kBlockN - 1) / Tile::kBlockN);
-  const int block_m = tile.row * Tile::kBlockM, block_n = tile.col * Tile::kBlockN;
-  const int warp_m = (warp / Tile::kWarpsN) * Tile::kWarpM;  // inside the block tile
-  const int warp_n = (warp % Tile::kWarpsN) * Tile::kWarpN;
+  // This block's tile of C (block_m, block_n) and this warp's tile inside it (warp_m, warp_n).
+  const WarpTileOrigin origin = warp_tile_origin<Tile>(M, N, warp);
+  const int block_m = origin.block_m, block_n = origin.block_n;
+  const int warp_m = origin.warp_m, warp_n = origin.warp_n;
 
   float acc[Tile::kTilesM][Tile::kTilesN][4];
-#pragma unroll
-  for (int i = 0; i < Tile::kTilesM; ++i) {
-#pragma unroll
-    for (int j = 0; j < Tile::kTilesN; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-    }
-  }
+  zero_accumulators(acc);
 
   // The pipeline. Tiles 0 .. kStages - 2 are requested before the loop. At step t, tile
   // t + kStages - 1 is requested into the stage that step t - 1 read, and tile t is
