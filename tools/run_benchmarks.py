@@ -172,9 +172,9 @@ def markdown_table(data):
         baseline_row = next((r for impl, r in members if baseline and (impl == baseline or impl.startswith(baseline + "_"))), None)
         previous = next(((impl, r) for impl, r in members if PREVIOUS.match(impl)), None)
         if not lines:
-            lines.append("| benchmark | size | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |"
+            lines.append("| benchmark | size | precision | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |"
                          + (" latency (ns) |" if latency else ""))
-            lines.append("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if latency else ""))
+            lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if latency else ""))
         for index, (impl, row) in enumerate(members):
             key, value = rate(row)
             of_baseline = None
@@ -189,7 +189,7 @@ def markdown_table(data):
             baseline_label = f"{fmt(of_baseline)}% of {baseline}" if of_baseline is not None else ""
             speedup_label = f"{speedup:.2f}x over {compared[0]}" if speedup is not None else ""
             lines.append(
-                f"| {family}/{impl} | {size} | {fmt(to_microseconds(row), 1)} | "
+                f"| {family}/{impl} | {size} | {row.get('label', '')} | {fmt(to_microseconds(row), 1)} | "
                 f"{fmt(row.get('GBps'), 0)} | {fmt(row.get('peak_pct'))} | {fmt(row.get('TFLOPS'), 2)} | "
                 f"{baseline_label} | {speedup_label} |"
                 + (f" {fmt(row.get('latency_ns'))} |" if latency else ""))

@@ -51,6 +51,7 @@ void fail(benchmark::State& state, const std::string& reason) {
 void measure(benchmark::State& state, Work work, const std::function<void(cudaStream_t)>& launch,
              L2Cache l2) {
   cudaStream_t stream = nullptr;  // the default stream
+  if (work.precision != nullptr && *work.precision != '\0') state.SetLabel(work.precision);
   try {
     for (int i = 0; i < kWarmupLaunches; ++i) launch(stream);
     CUDA_CHECK_LAUNCH();

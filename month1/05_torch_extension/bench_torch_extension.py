@@ -154,7 +154,8 @@ def main():
     timer = benchmarking.Timer(args.iterations, args.warmup, flush_l2=not args.no_flush_l2)
     rows = run_benchmarks(args, timer)
     print_table(rows, facts, args)
-    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts)
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts,
+                               precision="fp32")
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def main():
     timing = (f"exchange rows: host clock (time.perf_counter), median of {args.repetitions} loops of "
               f"{args.inner} exchanges, per exchange; copy rows: {timer.describe()}")
     return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts,
-                               timing=timing)
+                               timing=timing, precision="fp32")
 
 
 if __name__ == "__main__":

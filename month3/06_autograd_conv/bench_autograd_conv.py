@@ -137,7 +137,8 @@ def main():
         tflops = f"{row['TFLOPS']:>8.2f}" if "TFLOPS" in row else " " * 8
         shown = f"{ratio:>8.2f}" if ratio is not None and row["name"].startswith("conv_fwd_bwd") else ""
         print(f"{row['name']:<64} {row['ms'] * 1e3:>10.1f} {tflops} {shown}")
-    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts)
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts,
+                               precision="fp32, TF32 off")
 
 
 if __name__ == "__main__":

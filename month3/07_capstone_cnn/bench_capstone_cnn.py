@@ -138,7 +138,8 @@ def main():
             continue
         ratio = f"{row['ms'] / baseline:>12.2f}" if baseline else ""
         print(f"{row['name']:<40} {row['ms']:>11.2f} {ratio}")
-    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts)
+    return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts,
+                               precision="fp32, TF32 off")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@
 #pragma once
 
 #include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -37,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "course/device_info.h"
@@ -46,7 +49,24 @@ namespace course::bench {
 struct Work {
   double bytes = 0.0;  // the fewest bytes the operation must read and write in DRAM
   double flops = 0.0;  // floating-point operations (a multiply-add counts as 2)
+  // The precision the row computes in: its label in the JSON and the tables, so that every
+  // row names it (precision_label<Input>() for the 16-bit tensor-core rows).
+  const char* precision = "fp32";
 };
+
+// "fp32" for float inputs; "fp16 in, fp32 acc" and "bf16 in, fp32 acc" for the 16-bit
+// inputs of the tensor-core kernels, which multiply in 16 bits and add in 32.
+template <typename Input>
+constexpr const char* precision_label() {
+  if constexpr (std::is_same_v<Input, float>) {
+    return "fp32";
+  } else if constexpr (std::is_same_v<Input, __half>) {
+    return "fp16 in, fp32 acc";
+  } else {
+    static_assert(std::is_same_v<Input, __nv_bfloat16>, "precision_label: float, __half or bf16");
+    return "bf16 in, fp32 acc";
+  }
+}
 
 // Whether measure() flushes the L2 cache before every iteration. keep: for measurements of
 // the cache itself (month2/memory_hierarchy), whose working set is meant to stay there.

@@ -153,7 +153,8 @@ void run_conv_row(benchmark::State& state, const std::string& family, const Conv
     const std::string problem = check_conv_bench_result(p, y.to_host());
     if (!problem.empty()) return fail(state, "wrong result for " + to_string(s) + ": " + problem);
 
-    measure(state, Work{conv_min_bytes(s, sizeof(Input)), s.flops()}, [&](cudaStream_t stream) {
+    const Work work{conv_min_bytes(s, sizeof(Input)), s.flops(), precision_label<Input>()};
+    measure(state, work, [&](cudaStream_t stream) {
       row.conv(s, x.data(), w.data(), nullptr, y.data(), stream);
     });
 

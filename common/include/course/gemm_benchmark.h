@@ -173,7 +173,9 @@ void run_gemm_row(benchmark::State& state, Dtype inputs, const std::string& fami
     const std::string problem = check_gemm_bench_result(p, C.to_host());
     if (!problem.empty()) return fail(state, "wrong result: " + problem);
 
-    measure(state, Work{gemm_min_bytes(p.shape, sizeof(Input)), gemm_flops(p.shape)},
+    const Work work{gemm_min_bytes(p.shape, sizeof(Input)), gemm_flops(p.shape),
+                    precision_label<Input>()};
+    measure(state, work,
             [&](cudaStream_t stream) {
               square_gemm(n, 1.0f, A.data(), B.data(), 0.0f, C.data(), stream);
             });

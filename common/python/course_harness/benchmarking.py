@@ -113,8 +113,11 @@ def measure(rows, timer, name, run, check=None, **counters):
     return milliseconds
 
 
-def write_json(path, rows, *, program, timer=None, facts=None, timing=None):
-    """Google Benchmark JSON: {"context": ..., "benchmarks": [...]}, times in microseconds."""
+def write_json(path, rows, *, program, timer=None, facts=None, timing=None, precision=None):
+    """Google Benchmark JSON: {"context": ..., "benchmarks": [...]}, times in microseconds.
+
+    Every row names its precision in "label", as the C++ rows do: a row's own "label", else
+    `precision` (e.g. "fp32", or "fp32, TF32 off" for a PyTorch baseline)."""
     context = dict(facts if facts is not None else device_facts())
     context.update({
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -140,6 +143,8 @@ def write_json(path, rows, *, program, timer=None, facts=None, timing=None):
             for key, value in row.items():
                 if key not in ("name", "ms"):
                     entry[key] = value
+            if "label" not in entry and precision:
+                entry["label"] = precision
         benchmarks.append(entry)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as out:
@@ -161,14 +166,15 @@ def cuda_or_exit_code(program):
     return NO_GPU
 
 
-def finish(rows, *, json_path, program, timer=None, facts=None, timing=None):
+def finish(rows, *, json_path, program, timer=None, facts=None, timing=None, precision=None):
     """The end of every benchmark program: the JSON if asked for, then the exit status.
 
     Returns 1 (and names them) when some rows are errors, else 0.
     """
     name = os.path.basename(program)
     if json_path:
-        write_json(json_path, rows, program=program, timer=timer, facts=facts, timing=timing)
+        write_json(json_path, rows, program=program, timer=timer, facts=facts, timing=timing,
+                   precision=precision)
         print(f"{name}: wrote {json_path}")
     failed = [row["name"] for row in rows if "error" in row]
     if failed:

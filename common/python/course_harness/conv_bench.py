@@ -66,6 +66,7 @@ def measure_conv(rows, timer, name, layer, inputs, run, precision="fp32", **coun
         torch.testing.assert_close(y.double(), inputs.expected, atol=atol, rtol=rtol)
 
     try:
+        counters.setdefault("label", "fp32, TF32 off" if precision == "fp32" else precision)
         return benchmarking.measure(
             rows, timer, name, run, check,
             TFLOPS=lambda ms: inputs.flops / (ms * 1e-3) / 1e12,
@@ -124,7 +125,8 @@ def cudnn_16bit_rows(rows, timer, layer, inputs, precisions=("fp16",), layouts=(
             benchmarking.measure(
                 rows, timer, f"conv_{precision}/cudnn_{layout}_torch/{layer.name}", run, check,
                 TFLOPS=lambda ms: flops / (ms * 1e-3) / 1e12,
-                GBps=lambda ms: bytes_moved / (ms * 1e-3) / 1e9)
+                GBps=lambda ms: bytes_moved / (ms * 1e-3) / 1e9,
+                label=f"{precision} in, {layout}")
         del x16, w16, expected
 
 
