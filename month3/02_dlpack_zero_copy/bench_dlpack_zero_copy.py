@@ -104,7 +104,7 @@ def exchange_rows(rows, args, impl, lib, size_bytes):
 
     name = f"exchange/torch_to_lib/{impl}/{label}"
     x = torch.ones(n, device="cuda")
-    handle = stream.cuda_stream or 1  # 0 is the legacy default stream, which DLPack calls 1
+    handle = load_extension.dlpack_stream(stream)
     try:
         info = lib.describe(x, stream=handle)
         if info["data"] != x.data_ptr() or info["shape"] != [n]:

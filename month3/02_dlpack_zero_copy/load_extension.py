@@ -30,13 +30,14 @@ EXERCISE = "m3_02"
 cuda_status = extension.cuda_status
 
 
-def earlier_kernels(impl):
-    """Whose m1.01 kernel to build (course_harness.paths.earlier_impl: COURSE_EARLIER_KERNELS)."""
-    return paths.earlier_impl(impl)
+def dlpack_stream(stream):
+    """DLPack's number for a torch.cuda.Stream: its handle, or 1 for the legacy default stream,
+    which torch's handle calls 0 (a number DLPack does not allow)."""
+    return stream.cuda_stream or 1
 
 
 def module_name(impl):
-    earlier = earlier_kernels(impl)
+    earlier = paths.earlier_impl(impl)
     return f"m3_02_{impl}" + ("" if earlier == impl else f"_m1_01_{earlier}")
 
 
@@ -44,7 +45,7 @@ def module_name(impl):
 def load_module(impl="exercise", verbose=None):
     """Builds (if needed) and imports one version of the module."""
     folder = paths.source_dir(EXERCISE, impl)
-    vector_add = paths.source_dir("m1_01", earlier_kernels(impl)) / "vector_add.cu"
+    vector_add = paths.source_dir("m1_01", paths.earlier_impl(impl)) / "vector_add.cu"
     return extension.load(
         module_name(impl),
         sources=[folder / "dlpack_buffer.cpp"],

@@ -631,8 +631,7 @@ class ImportCudaTest(CudaTestCase):
                 y = random_tensor(shape, SEED + 41 + 2 * i, device="cuda")
                 expected = x + y
                 pointer = x.data_ptr()
-                # torch calls the legacy default stream 0; DLPack calls it 1 (0 is not allowed).
-                stream = torch.cuda.current_stream().cuda_stream or 1
+                stream = load_extension.dlpack_stream(torch.cuda.current_stream())
                 call(lambda: lib().add_in_place(x, y, stream=stream), HINT_E)
                 self.assertEqual(x.data_ptr(), pointer)
                 testing.assert_close(x, expected, what=f"add_in_place on cuda {list(shape)}",

@@ -37,11 +37,6 @@ def namespace(impl):
     return f"m3_06_{impl}"
 
 
-def conv_impl(impl):
-    """Whose m3.03 kernels the m3.06 version `impl` is built with (COURSE_EARLIER_KERNELS)."""
-    return paths.earlier_impl(impl)
-
-
 def m3_03_sources(who):
     folder = paths.source_dir("m3_03", who)
     return [folder / "conv2d_direct_naive.cu", folder / "conv2d_direct_tiled.cu"]
@@ -63,7 +58,7 @@ def load_ops(impl="exercise", verbose=None):
     """Builds (if needed) and loads one version; returns its torch.ops namespace."""
     folder = paths.source_dir(EXERCISE, impl)
     ns = namespace(impl)
-    conv = conv_impl(impl)
+    conv = paths.earlier_impl(impl)  # whose m3.03 (COURSE_EARLIER_KERNELS)
     # Another m3.03 is another library: its own name, so its own build folder.
     name = ns if conv == impl else f"{ns}_with_{conv}_m3_03"
     return extension.load(

@@ -29,13 +29,6 @@ from course_harness import paths  # noqa: E402
 
 EXERCISE = "m3_07"
 
-EARLIER_SETTING = paths.EARLIER_KERNELS_SETTING  # whose m3.06: yours, or the reference
-
-
-def earlier_impl(impl):
-    """Whose m3.06 the capstone version `impl` trains with (COURSE_EARLIER_KERNELS)."""
-    return paths.earlier_impl(impl)
-
 
 def _import(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -54,7 +47,7 @@ def m3_06_loader():
 @functools.lru_cache(maxsize=None)
 def load_conv_module(impl="exercise", verbose=None):
     """m3.06's autograd_conv module (Conv2d, conv2d, ...) that the capstone `impl` trains with."""
-    return m3_06_loader().load_module(earlier_impl(impl), verbose)
+    return m3_06_loader().load_module(paths.earlier_impl(impl), verbose)
 
 
 def load_conv2d(impl="exercise", verbose=None):
@@ -70,6 +63,6 @@ def load_capstone(impl="exercise"):
 
 def describe(impl):
     """Which files a run of `impl` uses, in words (train.py prints it)."""
-    conv = earlier_impl(impl)
-    m3_03 = m3_06_loader().conv_impl(conv)
+    conv = paths.earlier_impl(impl)  # whose m3.06
+    m3_03 = paths.earlier_impl(conv)  # whose m3.03 that m3.06 runs
     return (f"capstone_cnn.py: {impl}; Conv2d: m3.06 {conv} (forward kernels: m3.03 {m3_03})")

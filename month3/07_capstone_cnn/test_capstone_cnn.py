@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import load_extension  # noqa: E402  (it puts common/python on the path too)
 import cnn_training  # noqa: E402
-from course_harness import testing  # noqa: E402
+from course_harness import paths, testing  # noqa: E402
 from course_harness.testing import CudaTestCase, random_tensor  # noqa: E402
 
 IMPL = testing.IMPL
@@ -58,7 +58,7 @@ FIRST_STEP_ATOL_SCALE = 1e-4
 
 _conv_module = testing.LazyExtension(lambda: load_extension.load_conv_module(IMPL),
                                      f"m3.06's Conv2d for the {IMPL} capstone "
-                                     f"(m3.06 {load_extension.earlier_impl(IMPL)})")
+                                     f"(m3.06 {paths.earlier_impl(IMPL)})")
 _data = None
 
 
@@ -321,16 +321,16 @@ class OptionsCpuTest(unittest.TestCase):
                 self.assertEqual(raised.exception.code, 2)
 
     def test_bad_earlier_kernels_setting(self):
-        old = os.environ.get(load_extension.EARLIER_SETTING)
-        os.environ[load_extension.EARLIER_SETTING] = "mine"
+        old = os.environ.get(paths.EARLIER_KERNELS_SETTING)
+        os.environ[paths.EARLIER_KERNELS_SETTING] = "mine"
         try:
-            with self.assertRaisesRegex(ValueError, load_extension.EARLIER_SETTING):
-                load_extension.earlier_impl("exercise")
+            with self.assertRaisesRegex(ValueError, paths.EARLIER_KERNELS_SETTING):
+                paths.earlier_impl("exercise")
         finally:
             if old is None:
-                del os.environ[load_extension.EARLIER_SETTING]
+                del os.environ[paths.EARLIER_KERNELS_SETTING]
             else:
-                os.environ[load_extension.EARLIER_SETTING] = old
+                os.environ[paths.EARLIER_KERNELS_SETTING] = old
 
 
 @needs_sklearn

@@ -13,6 +13,7 @@
   "statistic" says so), so tools/run_benchmarks.py tables both alike.
 - write_json() writes Google Benchmark's JSON format; ./course bench collects it.
 """
+import argparse
 import datetime
 import json
 import os
@@ -187,7 +188,6 @@ def argument_parser(doc, *, iterations, warmup, unit="runs", flush_option=True):
     """The options every benchmark program takes (add its own to the parser it returns):
     --json PATH (what ./course bench collects), --include-exercise (time your version too),
     --iterations and --warmup (timed and untimed `unit` per row), and --no-flush-l2."""
-    import argparse
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", metavar="PATH", help="also write Google Benchmark JSON to PATH")
     parser.add_argument("--include-exercise", action="store_true", help="also time your version")

@@ -20,7 +20,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import benchmarking
+from . import benchmarking, testing
 from .conv_shapes import RESNET_LAYERS
 
 # The layers: course::conv_resnet_layers()'s twin (conv_shapes.py), NCHW, no bias.
@@ -39,7 +39,8 @@ def tolerance(precision, products):
     """conv_tolerance(fp32, C*R*S) of the C++ tests; for TF32 the inputs are rounded to 10
     mantissa bits, an error of about 2^-11 per product that adds up like a random walk."""
     if precision == "fp32":
-        return 1e-5 + 8.0 * 2.0 ** -24 * products, 1.3e-6
+        rtol, atol = testing.conv_tolerance(torch.float32, products)
+        return atol, rtol
     return 1e-5 + 2.0 ** -10 * math.sqrt(products), 1e-3
 
 

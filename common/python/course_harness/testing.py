@@ -78,6 +78,12 @@ def gemm_tolerance(input_dtype, k):
     return rtol, atol + 8.0 * unit_roundoff * max(int(k), 1)
 
 
+def conv_tolerance(input_dtype, products_per_output):
+    """(rtol, atol) for a convolution that sums C*R*S products per output: the Python twin of
+    course::conv_tolerance (common/include/course/conv_reference.h), which is the GEMM's."""
+    return gemm_tolerance(input_dtype, products_per_output)
+
+
 def mismatches(actual, expected, rtol, atol, limit=8):
     """The first `limit` elements where |actual - expected| > atol + rtol * |expected| (or NaN)."""
     a = actual.detach().to("cpu", torch.float64).reshape(-1)

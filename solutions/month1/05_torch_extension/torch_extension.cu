@@ -21,10 +21,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
-#include <string>
+#include <stdexcept>
 
-#include "course/launch.h"  // ceil_div, is_aligned
+#include "course/launch.h"  // grid_blocks_1d, is_aligned
 #include "torch_extension.h"
 
 namespace course {
@@ -99,11 +98,15 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
 namespace {
 
+// Blocks of kThreadsPerBlock threads for `threads` threads: course::grid_blocks_1d, its
+// std::invalid_argument for a grid too large turned into PyTorch's error (a RuntimeError).
 unsigned int blocks_for(std::int64_t threads) {
-  const std::int64_t blocks = ceil_div(threads, kThreadsPerBlock);
-  TORCH_CHECK(blocks <= std::numeric_limits<int>::max(),
-              "too many elements for one launch: ", std::to_string(threads));
-  return static_cast<unsigned int>(blocks);
+  try {
+    return grid_blocks_1d("torch_extension", threads, kThreadsPerBlock);
+  } catch (const std::invalid_argument& error) {
+    TORCH_CHECK(false, error.what());
+  }
+  return 0;  // not reached
 }
 
 }  // namespace
