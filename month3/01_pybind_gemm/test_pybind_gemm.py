@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_config  # noqa: E402
 import load_extension  # noqa: E402  (after the path is set; it puts common/python there too)
-from course_harness import testing  # noqa: E402
+from course_harness import paths, testing  # noqa: E402
 from course_harness.testing import CudaTestCase, poison_allocator, random_tensor, skip_unless  # noqa: E402
 
 IMPL = testing.IMPL
@@ -47,7 +47,7 @@ HINT_LAUNCH = (f"look at TODO(m3.01c) in {CPP}: launch_gemm (device guard, conti
 if MONTH2 == "exercise":
     HINT_LAUNCH += (". It runs YOUR month-2 kernels (month2/05_register_tiling, month2/07_wmma): if "
                     "./course grade m2_05 or m2_07 fails, fix them first, or set "
-                    f"{build_config.MONTH2_SETTING}=solution to use the reference ones")
+                    f"{paths.EARLIER_KERNELS_SETTING}=solution to use the reference ones")
 HINT_OP = (f"look at TODO(m3.01d) in {CPP}: m.def of the schema in COURSE_TORCH_LIBRARY and "
            "m.impl(\"gemm\", &gemm_op) in COURSE_TORCH_LIBRARY_IMPL(CUDA, m)")
 HINT_PACKAGE = f"look at TODO(m3.01e) in {FOLDER}/setup.py (the CppExtension / CUDAExtension of course_gemm._C)"

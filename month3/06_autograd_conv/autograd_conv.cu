@@ -2,8 +2,9 @@
 //
 // The CUDA kernels of the six operators (schemas in autograd_conv.cpp), templated on the
 // scalar type so that float64 versions exist for gradcheck on the GPU:
-//   forward          float32: the first kernel of the forward table below that fits (m3.03's
-//                    tiled direct convolution today; m3.04 and m3.05 plug in above it);
+//   forward          float32: the first kernel of the forward table below that fits: m3.04's
+//                    im2col + cuBLAS GEMM, or m3.03's tiled direct convolution where m3.04's
+//                    workspace would not fit its budget;
 //                    float64: one thread per output over forward_at (conv_backward.h).
 //   grad-input       the GATHER kernel: one thread per dx element over grad_input_at (your
 //                    TODO(m3.06a)); deterministic, no atomics, any stride. For stride 1 (and
@@ -43,6 +44,7 @@
 #include "conv_backward.h"
 #include "course/launch.h"
 #include "direct_conv.h"  // m3.03: conv2d_direct_tiled (yours or the reference, load_extension.py)
+#include "im2col_gemm.h"  // m3.04: conv2d_im2col_gemm (yours or the reference, load_extension.py)
 
 namespace course {
 namespace {
@@ -212,9 +214,10 @@ const at::Tensor* defined_or_null(const c10::optional<at::Tensor>& t) {
 
 // ---- The forward's choice of kernel ----
 // Every forward kernel the op can run on CUDA, in order of preference: the first whose fits()
-// accepts the problem runs. m3.04 (im2col + cuBLAS, float32 NCHW) and m3.05 (implicit GEMM,
-// float16 channels_last) add their rows ABOVE m3.03's when they land; nothing else changes.
-// The stride-1 grad-input path runs through the same table, so it speeds up with them.
+// accepts the problem runs. m3.04 (im2col + cuBLAS, float32 NCHW) comes first, m3.03's direct
+// convolution takes what m3.04's workspace budget cannot hold. A new kernel (m3.05's implicit
+// GEMM, once these ops take float16 channels_last tensors) is one more row; nothing else
+// changes. The stride-1 grad-input path runs through the same table, so it speeds up with it.
 // x, w, y are contiguous NCHW tensors of the problem's dtype; bias is null or K values.
 using ForwardRun = void (*)(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
                             const at::Tensor* bias, at::Tensor& y, cudaStream_t stream);
@@ -235,6 +238,29 @@ void run_m3_03_tiled(const ConvShape& s, const at::Tensor& x, const at::Tensor& 
                             bias ? bias->data_ptr<float>() : nullptr, y.data_ptr<float>(), stream);
 }
 
+// m3.04 with cuBLAS. Its workspace (X_col) comes from PyTorch's caching allocator on the
+// op's stream: no cudaMalloc per call, and the next op reuses the memory once this one is
+// queued. The whole batch goes in one pass where that fits kIm2colWorkspaceBudgetBytes,
+// else as many images per pass as fit; a layer whose one image does not fit goes to m3.03.
+bool fits_m3_04(const ConvShape& s, at::ScalarType dtype) {
+  return dtype == at::kFloat &&
+         impl::conv2d_im2col_min_workspace_bytes(s, Im2colGemm::cublas) <=
+             kIm2colWorkspaceBudgetBytes;
+}
+
+void run_m3_04_cublas(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
+                      const at::Tensor* bias, at::Tensor& y, cudaStream_t stream) {
+  const std::size_t bytes = std::min(impl::conv2d_im2col_workspace_bytes(s, Im2colGemm::cublas),
+                                     kIm2colWorkspaceBudgetBytes);
+  // at::empty's memory is aligned to far more than the 16 bytes m3.04 asks for.
+  const at::Tensor workspace = at::empty(
+      {static_cast<std::int64_t>(bytes)}, x.options().dtype(at::kByte));
+  impl::conv2d_im2col_gemm(s, x.data_ptr<float>(), w.data_ptr<float>(),
+                           bias ? bias->data_ptr<float>() : nullptr, y.data_ptr<float>(),
+                           Im2colGemm::cublas, bytes == 0 ? nullptr : workspace.data_ptr(), bytes,
+                           stream);
+}
+
 template <typename T>
 void run_direct(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
                 const at::Tensor* bias, at::Tensor& y, cudaStream_t stream) {
@@ -246,8 +272,7 @@ void run_direct(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
 }
 
 const ForwardKernel kForwardKernels[] = {
-    // {"m3_05_implicit_gemm", fits_fp16_channels_last, &run_m3_05},   (m3.05, when it lands)
-    // {"m3_04_im2col_gemm", is_float32, &run_m3_04},                   (m3.04, when it lands)
+    {"m3_04_im2col_cublas", fits_m3_04, &run_m3_04_cublas},
     {"m3_03_direct_tiled", is_float32, &run_m3_03_tiled},
     {"direct_fp64", is_float64, &run_direct<double>},
 };

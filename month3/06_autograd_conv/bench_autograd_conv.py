@@ -18,8 +18,8 @@ events, after --warmup runs, with the L2 cache flushed before each. TFLOPS count
 convolutions' 3 * 2 N K P Q C R S operations (bias and reductions not counted).
 
 The issue's bar (issue 12): on each 3x3 layer with C >= 64, the course's fp32 forward +
-backward should take at most 2x nn.Conv2d's. The forward uses m3.03's tiled kernel until
-m3.04 (im2col + GEMM) plugs into the forward table in autograd_conv.cu.
+backward should take at most 2x nn.Conv2d's. The float32 forward (and the stride-1 dx) runs
+m3.04's im2col + cuBLAS GEMM, the first row of the forward table in autograd_conv.cu.
 
   python3 month3/06_autograd_conv/bench_autograd_conv.py [--include-exercise] [--parts] [--json out.json]
 

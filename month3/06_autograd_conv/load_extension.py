@@ -6,14 +6,15 @@
     ops = load_extension.load_ops("exercise")         # torch.ops.m3_06_exercise
 
 The first call compiles autograd_conv.cpp (the schemas and CPU kernels) and, where this
-PyTorch and machine have CUDA, autograd_conv.cu together with m3.03's direct convolution
-(the forward's float32 kernel) into one library, loads it (its TORCH_LIBRARY blocks register
-the operators), then imports autograd_conv.py of the same version and binds it to them.
+PyTorch and machine have CUDA, autograd_conv.cu together with the forward's float32 kernels
+into one library: m3.04's im2col + GEMM (with the m2.05 SGEMM it can call) and m3.03's
+direct convolution. It loads the library (its TORCH_LIBRARY blocks register the operators),
+then imports autograd_conv.py of the same version and binds it to them.
 
-Which m3.03 sources: your m3.06 is built with YOUR m3.03 (month3/03_direct_conv), so the
-forward runs the kernel you wrote. If m3.03 does not pass its tests yet, build with the
-reference instead:  COURSE_EARLIER_KERNELS=solution ./course grade m3_06
-The reference m3.06 always uses the reference m3.03. How and where it builds:
+Whose earlier kernels: your m3.06 is built with YOUR m3.03, m3.04 and m2.05, so the forward
+runs the kernels you wrote. If one of them does not pass its tests yet, build with the
+references instead:  COURSE_EARLIER_KERNELS=solution ./course grade m3_06
+The reference m3.06 always uses the references. How and where it builds:
 common/python/course_harness/extension.py.
 """
 import functools
@@ -37,9 +38,14 @@ def namespace(impl):
     return f"m3_06_{impl}"
 
 
-def m3_03_sources(who):
-    folder = paths.source_dir("m3_03", who)
-    return [folder / "conv2d_direct_naive.cu", folder / "conv2d_direct_tiled.cu"]
+def earlier_sources(who):
+    """The forward's kernels from earlier exercises, `who`'s (yours or the reference):
+    m3.04's im2col + GEMM and the m2.05 SGEMM it can call, then m3.03's direct convolution."""
+    m3_04, m2_05, m3_03 = (paths.source_dir(e, who) for e in ("m3_04", "m2_05", "m3_03"))
+    return [m3_04 / "im2col.cu", m3_04 / "conv2d_im2col_gemm.cu",
+            m2_05 / "sgemm_2d_register_tile.cu",
+            m3_03 / "conv2d_direct_naive.cu", m3_03 / "conv2d_direct_tiled.cu",
+            paths.ROOT / "common" / "src" / "cublas_check.cpp"]  # m3.04's CUBLAS_CHECK
 
 
 def cuda_toolkit_include():
@@ -58,20 +64,24 @@ def load_ops(impl="exercise", verbose=None):
     """Builds (if needed) and loads one version; returns its torch.ops namespace."""
     folder = paths.source_dir(EXERCISE, impl)
     ns = namespace(impl)
-    conv = paths.earlier_impl(impl)  # whose m3.03 (COURSE_EARLIER_KERNELS)
-    # Another m3.03 is another library: its own name, so its own build folder.
-    name = ns if conv == impl else f"{ns}_with_{conv}_m3_03"
+    earlier = paths.earlier_impl(impl)  # whose m3.03, m3.04, m2.05 (COURSE_EARLIER_KERNELS)
+    # Other earlier kernels make another library: its own name, so its own build folder.
+    name = ns if earlier == impl else f"{ns}_with_{earlier}_kernels"
     return extension.load(
         name,
         sources=[folder / "autograd_conv.cpp"],
-        cuda_sources=[folder / "autograd_conv.cu", *m3_03_sources(conv)],
-        impl=impl,  # COURSE_IMPL: m3.03's launchers live in course::<impl>
+        cuda_sources=[folder / "autograd_conv.cu", *earlier_sources(earlier)],
+        # COURSE_IMPL: every launcher of the library lives in course::<impl>, the earlier
+        # exercises' too, and m3.04 calls the m2.05 SGEMM there (COURSE_M205_IMPL).
+        impl=impl,
         namespace=ns,
         # conv_backward.h from the version's own folder first, then autograd_conv.h (given,
-        # in month3/06 only), m3.03's direct_conv.h, and the toolkit's cuda_runtime.h.
-        include_dirs=[folder, HERE, ROOT / "month3" / "03_direct_conv", cuda_toolkit_include()],
-        defines=[f"COURSE_OPS={ns}"],
-        with_course_runtime=True,  # m3.03's CUDA_CHECK reports through it
+        # in month3/06 only), the earlier exercises' headers (direct_conv.h, im2col_gemm.h,
+        # register_tiling.h), and the toolkit's cuda_runtime.h.
+        include_dirs=[folder, HERE, ROOT / "month3" / "03_direct_conv", ROOT / "month3" / "04_im2col_gemm",
+                      ROOT / "month2" / "05_register_tiling", cuda_toolkit_include()],
+        defines=[f"COURSE_OPS={ns}", f"COURSE_M205_IMPL={impl}"],
+        with_course_runtime=True,  # the earlier kernels' CUDA_CHECK reports through it
         verbose=verbose,
     )
 

@@ -77,27 +77,38 @@ def make_inputs(c, seed, dtype, device, bias=True, requires_grad=False):
     return x, w, b
 
 
+# The references compute in float64 from the same (already rounded) inputs and round the
+# result once to the inputs' dtype: a float32 result is compared with the correctly rounded
+# exact sums, not with another float32 computation's rounding errors (cuDNN's float32 sums
+# differ from those of any other order by as much as ours do). The casts are part of the
+# graph: a float32 leaf's .grad is computed in float64 too, then rounded.
 def reference_forward(c, x, w, b):
+    """F.conv2d computed in float64 (TF32 cannot apply), returned in x's dtype."""
     with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
-        return F.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+        y = F.conv2d(x.double(), w.double(), None if b is None else b.double(),
+                     c.stride, c.padding, c.dilation)
+    return y.to(x.dtype)
 
 
 def reference_grads(c, x, w, dy):
-    """dx and dw from torch.nn.grad (aten.convolution_backward), TF32 off."""
+    """dx and dw from torch.nn.grad (aten.convolution_backward) in float64, in x's dtype."""
+    dtype = x.dtype
+    x, w, dy = x.double(), w.double(), dy.double()
     with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
         dx = torch.nn.grad.conv2d_input(x.shape, w, dy, c.stride, c.padding, c.dilation)
         dw = torch.nn.grad.conv2d_weight(x, w.shape, dy, c.stride, c.padding, c.dilation)
-    return dx, dw
+    return dx.to(dtype), dw.to(dtype)
 
 
 def tolerance(dtype, products):
     if dtype == torch.float64:
         return 1e-10, 1e-10
-    # fp32 against an fp32 cuDNN reference (TF32 off): both round, sums of `products` terms.
+    # fp32 against the float64 reference: the output's rounding, plus 8 units of float32
+    # rounding per product summed (course_harness.testing.gemm_tolerance's absolute term).
     return 1e-5, 1e-5 + 8.0 * 2.0 ** -24 * products
 
 
-def dy_for(c, y, seed):
+def dy_for(y, seed):
     return random_tensor(tuple(y.shape), seed, dtype=y.dtype, device=y.device)
 
 
@@ -125,7 +136,7 @@ def check_forward(test, c, dtype, device, seed):
 def check_grad_input(test, c, dtype, device, seed, op_name, hint):
     x, w, _ = make_inputs(c, seed, dtype, device, bias=False)
     y = reference_forward(c, x, w, None)
-    dy = dy_for(c, y, seed + 3)
+    dy = dy_for(y, seed + 3)
     expected, _ = reference_grads(c, x, w, dy)
     actual = getattr(ops(), op_name)(dy, x, w, *conv_args(c))
     rtol, atol = tolerance(dtype, c.k * c.r * c.s)
@@ -137,7 +148,7 @@ def check_grad_input(test, c, dtype, device, seed, op_name, hint):
 def check_grad_weight(test, c, dtype, device, seed, op_name, hint):
     x, w, _ = make_inputs(c, seed, dtype, device, bias=False)
     y = reference_forward(c, x, w, None)
-    dy = dy_for(c, y, seed + 3)
+    dy = dy_for(y, seed + 3)
     _, expected = reference_grads(c, x, w, dy)
     actual = getattr(ops(), op_name)(dy, x, w, *conv_args(c))
     rtol, atol = tolerance(dtype, c.n * y.shape[2] * y.shape[3])
@@ -149,10 +160,10 @@ def check_grad_weight(test, c, dtype, device, seed, op_name, hint):
 def check_grad_bias(test, c, dtype, device, seed, hint):
     x, w, _ = make_inputs(c, seed, dtype, device, bias=False)
     y = reference_forward(c, x, w, None)
-    dy = dy_for(c, y, seed + 3)
+    dy = dy_for(y, seed + 3)
     actual = ops().conv2d_grad_bias(dy)
     rtol, atol = tolerance(dtype, dy.numel() // max(1, c.k))
-    testing.assert_close(actual, dy.sum(dim=(0, 2, 3)), rtol=rtol, atol=atol,
+    testing.assert_close(actual, dy.double().sum(dim=(0, 2, 3)).to(dy.dtype), rtol=rtol, atol=atol,
                          what=f"conv2d_grad_bias {c.name} {dtype} on {device} vs dy.sum((0, 2, 3))",
                          hint=hint)
 
@@ -163,7 +174,7 @@ def check_autograd(test, c, dtype, device, seed, through):
     x, w, b = make_inputs(c, seed, dtype, device, requires_grad=True)
     xr, wr, br = (t.detach().clone().requires_grad_(True) for t in (x, w, b))
     y_ref = reference_forward(c, xr, wr, br)
-    dy = dy_for(c, y_ref, seed + 3)
+    dy = dy_for(y_ref, seed + 3)
     with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
         y_ref.backward(dy)
     if through == "function":
@@ -303,7 +314,7 @@ def run_opcheck(test, device):
     for dtype in (torch.float32, torch.float64):
         x, w, b = make_inputs(c, SEED + 700, dtype, device)
         y = o.conv2d(x, w, b, *conv_args(c))
-        dy = dy_for(c, y, SEED + 703)
+        dy = dy_for(y, SEED + 703)
         cases = [(o.conv2d, (x, w, b, *conv_args(c))), (o.conv2d, (x, w, None, *conv_args(c))),
                  (o.conv2d_grad_bias, (dy,))]
         cases += [(getattr(o, name), (dy, x, w, *conv_args(c)))
@@ -377,7 +388,7 @@ class AutogradCpuTest(unittest.TestCase):
         conv = module()
         c = TEST_CASES[1]
         x, w, _ = make_inputs(c, SEED + 1100, torch.float64, "cpu", bias=False)
-        dy = dy_for(c, reference_forward(c, x, w, None), SEED + 1103)
+        dy = dy_for(reference_forward(c, x, w, None), SEED + 1103)
         for needs in [(True, False, False), (False, True, False), (False, False, True),
                       (True, True, True)]:
             for has_bias in (True, False):
@@ -685,7 +696,7 @@ class DeterminismCudaTest(_CudaBase):
                 for _ in range(2):
                     x, w, b = make_inputs(c, SEED + 4200, torch.float32, "cuda", requires_grad=True)
                     y = call(conv.conv2d, x, w, b, c.stride, c.padding, c.dilation, hint=HINT_WIRING)
-                    call(y.backward, dy_for(c, y, SEED + 4203), hint=HINT_WIRING)
+                    call(y.backward, dy_for(y, SEED + 4203), hint=HINT_WIRING)
                     runs.append((x.grad, w.grad, b.grad))
                 for name, first, second in zip(("x.grad", "weight.grad", "bias.grad"), *runs):
                     self.assertTrue(torch.equal(first, second),

@@ -5,7 +5,7 @@
     capstone = load_extension.load_capstone("exercise")  # capstone_cnn.py: your TODOs
 
 Whose m3.06: the capstone of the exercise trains with YOUR m3.06 Conv2d (month3/06_autograd_conv,
-which in turn runs YOUR m3.03 forward kernels, see that folder's load_extension.py); the
+which in turn runs YOUR m3.04 and m3.03 forward kernels, see that folder's load_extension.py); the
 reference capstone trains with the reference m3.06. If your m3.06 does not pass its tests yet,
 train your capstone with the reference Conv2d instead:
 
@@ -64,5 +64,6 @@ def load_capstone(impl="exercise"):
 def describe(impl):
     """Which files a run of `impl` uses, in words (train.py prints it)."""
     conv = paths.earlier_impl(impl)  # whose m3.06
-    m3_03 = paths.earlier_impl(conv)  # whose m3.03 that m3.06 runs
-    return (f"capstone_cnn.py: {impl}; Conv2d: m3.06 {conv} (forward kernels: m3.03 {m3_03})")
+    forward = paths.earlier_impl(conv)  # whose m3.04, m3.03 (and m2.05) that m3.06 runs
+    return (f"capstone_cnn.py: {impl}; Conv2d: m3.06 {conv} "
+            f"(forward kernels: m3.04 and m3.03 {forward})")
