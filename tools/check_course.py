@@ -17,8 +17,14 @@ Without a GPU (this runs in CI, as the ctest test course/check_structure):
 With --format (the ctest test course/clang_format; it needs clang-format, and reports
 itself skipped, exit status 77, without it):
   - the reference solutions' C++ and CUDA sources follow the repository's .clang-format.
+With --skeleton-messages (after a build; ./course test runs it, so CI does):
+  - every skeleton test that can run on this machine (without a GPU: those not labelled
+    gpu) and fails names a TODO(mN.NN...) in its output, so that the learner knows where to
+    look. A failure that names none (an import error, a typo in a test, a skeleton that does
+    not compile, a message without the tag) is a problem.
 With --gpu (on a machine with a GPU, after a build):
-  - every exercise's skeleton tests fail (the skeleton is not already a solution);
+  - every exercise's skeleton tests fail (the skeleton is not already a solution), and
+    every failing one names a TODO;
   - every exercise's solution tests pass, and none is skipped.
 """
 import argparse
@@ -27,6 +33,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".h", ".py"}
@@ -46,7 +54,8 @@ def source_files(folder):
 
 
 def is_test_file(path):
-    return path.name.startswith("test_")
+    # test_*: the tests; check_*: an exercise's own grading script (m2.05's machine-code check)
+    return path.name.startswith(("test_", "check_"))
 
 
 def check_structure(root):
@@ -238,26 +247,59 @@ def exercise_id(root, folder):
     return f"m{int(match.group(1))}_{match.group(2)}_{match.group(3)}"
 
 
-def run_ctest(build_dir, name_regex):
-    result = subprocess.run(
-        # Tests of one exercise are independent; running them side by side keeps the whole
-        # check to minutes (GPU tests share the GPU, which is fine for correctness checks).
-        ["ctest", "--test-dir", str(build_dir), "-R", name_regex,
-         "--parallel", str(os.cpu_count() or 2)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return result.returncode, result.stdout
+def run_ctest(build_dir, *selection):
+    """Runs the tests `selection` (ctest options: -R, -L, -LE ...) of build_dir; returns the
+    exit status, ctest's output and {test name: its output} of the tests that failed."""
+    with tempfile.TemporaryDirectory() as scratch:
+        junit = Path(scratch) / "tests.xml"
+        result = subprocess.run(
+            # Tests of one exercise are independent; running them side by side keeps the whole
+            # check to minutes (GPU tests share the GPU, which is fine for correctness checks).
+            ["ctest", "--test-dir", str(build_dir), *selection,
+             "--parallel", str(os.cpu_count() or 2), "--output-junit", str(junit)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        failed = {}
+        if junit.is_file():
+            for case in ElementTree.parse(junit).getroot().iter("testcase"):
+                if case.get("status") == "fail":
+                    failed[case.get("name")] = case.findtext("system-out") or ""
+    return result.returncode, result.stdout, failed
+
+
+def failures_without_todo(failed):
+    """Problems for the failed skeleton tests {name: output} whose output names no TODO."""
+    problems = []
+    for name, output in sorted(failed.items()):
+        if not TODO_TAG.search(output):
+            last = [line for line in output.strip().splitlines() if line.strip()][-3:]
+            problems.append(f"{name} fails without naming a TODO(mN.NN...) for the learner; "
+                            "it ends with:\n    " + "\n    ".join(last or ["(no output)"]))
+    return problems
+
+
+def check_skeleton_messages(build_dir):
+    """The skeleton tests this machine can run (no GPU needed): every failure names a TODO."""
+    code, output, failed = run_ctest(build_dir, "-L", "^exercise$", "-LE", "^gpu$")
+    if "No tests were found" in output:
+        return [f"no skeleton tests registered in {build_dir}: build it first"]
+    if code != 0 and not failed:
+        return [f"ctest failed without a test result (ctest 3.21 or newer writes them):\n{output[-2000:]}"]
+    problems = failures_without_todo(failed)
+    print(f"checked the messages of {len(failed)} failing skeleton test(s)")
+    return problems
 
 
 def check_on_gpu(root, build_dir):
     problems = []
     for folder in exercises(root):
         ex_id = exercise_id(root, folder)
-        code, output = run_ctest(build_dir, f"^exercise/{ex_id}/")
+        code, output, failed = run_ctest(build_dir, "-R", f"^exercise/{ex_id}/")
         if "No tests were found" in output:
             problems.append(f"{ex_id}: no skeleton tests registered")
         elif code == 0:
             problems.append(f"{ex_id}: the skeleton passes its tests; they should fail until the TODOs are done")
-        code, output = run_ctest(build_dir, f"^solution/{ex_id}/")
+        problems += failures_without_todo(failed)
+        code, output, _ = run_ctest(build_dir, "-R", f"^solution/{ex_id}/")
         if "No tests were found" in output:
             problems.append(f"{ex_id}: no solution tests registered")
         elif code != 0:
@@ -272,7 +314,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     parser.add_argument("--gpu", action="store_true", help="also run skeleton and solution tests")
-    parser.add_argument("--build-dir", type=Path, help="build folder for --gpu (default: <root>/build)")
+    parser.add_argument("--skeleton-messages", action="store_true",
+                        help="also run the skeleton tests this machine can run and check that each "
+                             "failure names a TODO")
+    parser.add_argument("--build-dir", type=Path,
+                        help="build folder for --gpu and --skeleton-messages (default: <root>/build)")
     parser.add_argument("--format", action="store_true",
                         help="only check that the solutions follow .clang-format")
     args = parser.parse_args()
@@ -294,15 +340,20 @@ def main():
         return 1 if problems else 0
 
     problems = check_structure(root) + check_kernel_includes(root) + check_given_code(root)
+    build = (args.build_dir or root / "build").resolve()
+    if args.skeleton_messages and not args.gpu:  # --gpu checks the messages of every test
+        problems += check_skeleton_messages(build)
     if args.gpu:
-        problems += check_on_gpu(root, (args.build_dir or root / "build").resolve())
+        problems += check_on_gpu(root, build)
     for problem in problems:
         print(f"course check: {problem}")
     count = sum(1 for _ in exercises(root))
     if problems:
         print(f"course check: {len(problems)} problem(s) in {count} exercise(s)")
         return 1
-    print(f"course check: {count} exercise(s) OK" + (" (skeletons fail, solutions pass on the GPU)" if args.gpu else ""))
+    checked = (" (skeletons fail naming their TODOs, solutions pass on the GPU)" if args.gpu else
+               " (the skeletons' failing tests name their TODOs)" if args.skeleton_messages else "")
+    print(f"course check: {count} exercise(s) OK{checked}")
     return 0
 
 

@@ -540,7 +540,13 @@ def command_test(args, exercises):
     command = ["ctest", "--test-dir", str(build_dir()), "--output-on-failure", "-L", "^(solution|cpu)$"]
     if args.filter:
         command += ["-R", args.filter]
-    return subprocess.call(command)
+    code = subprocess.call(command)
+    if code != 0 or args.filter:
+        return code
+    # The skeletons' side of the suite: every skeleton test this machine can run that fails
+    # must tell the learner which TODO to look at (on a GPU machine: ./course check --gpu).
+    return subprocess.call([sys.executable, str(ROOT / "tools" / "check_course.py"), "--root", str(ROOT),
+                            "--build-dir", str(build_dir()), "--skeleton-messages"])
 
 
 def command_check(args, exercises):
@@ -587,7 +593,8 @@ def parser():
     sub.add_argument("exercises", nargs="*", metavar="EXERCISE")
     sub.add_argument("--record", action="store_true",
                      help="write the reference rows to the committed docs/results/<gpu>/ instead")
-    sub = add("test", command_test, "build everything and run the reference solutions' tests and the CPU tests")
+    sub = add("test", command_test, "build everything, run the reference solutions' tests and the CPU tests, "
+              "and check that the skeletons' failing CPU tests name their TODOs")
     sub.add_argument("filter", nargs="?", help="only tests whose name matches this regular expression")
     sub = add("check", command_check, "check the course itself (--gpu: skeletons fail, solutions pass)")
     sub.add_argument("--gpu", action="store_true")

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import sass  # noqa: E402
 
 SKIP = sass.SKIP
-HINT = ("see the TODOs m2.05d (the copies) and m2.05e (the fragments) in "
+HINT = ("see TODO(m2.05d) (the copies) and TODO(m2.05e) (the fragments) in "
         "month2/05_register_tiling/sgemm_2d_register_tile.cu "
         "and README.md, 'Reading the machine code'")
 KERNEL_2D = "sgemm_2d_kernel"
