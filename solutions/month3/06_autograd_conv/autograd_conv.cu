@@ -245,9 +245,8 @@ void run_m3_03_tiled(const ConvShape& s, const at::Tensor& x, const at::Tensor& 
 // queued. The whole batch goes in one pass where that fits kIm2colWorkspaceBudgetBytes,
 // else as many images per pass as fit; a layer whose one image does not fit goes to m3.03.
 bool fits_m3_04(const ConvShape& s, at::ScalarType dtype) {
-  return dtype == at::kFloat &&
-         impl::conv2d_im2col_min_workspace_bytes(s, Im2colGemm::cublas) <=
-             kIm2colWorkspaceBudgetBytes;
+  return dtype == at::kFloat && impl::conv2d_im2col_min_workspace_bytes(s, Im2colGemm::cublas) <=
+                                    kIm2colWorkspaceBudgetBytes;
 }
 
 void run_m3_04_cublas(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
@@ -255,8 +254,8 @@ void run_m3_04_cublas(const ConvShape& s, const at::Tensor& x, const at::Tensor&
   const std::size_t bytes = std::min(impl::conv2d_im2col_workspace_bytes(s, Im2colGemm::cublas),
                                      kIm2colWorkspaceBudgetBytes);
   // at::empty's memory is aligned to far more than the 16 bytes m3.04 asks for.
-  const at::Tensor workspace = at::empty(
-      {static_cast<std::int64_t>(bytes)}, x.options().dtype(at::kByte));
+  const at::Tensor workspace =
+      at::empty({static_cast<std::int64_t>(bytes)}, x.options().dtype(at::kByte));
   impl::conv2d_im2col_gemm(s, x.data_ptr<float>(), w.data_ptr<float>(),
                            bias ? bias->data_ptr<float>() : nullptr, y.data_ptr<float>(),
                            Im2colGemm::cublas, bytes == 0 ? nullptr : workspace.data_ptr(), bytes,
