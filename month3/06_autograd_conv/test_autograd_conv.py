@@ -42,6 +42,9 @@ HINT_WIRING = (f"look at TODO(m3.06d) in {FOLDER}/autograd_conv.py (conv2d_backw
 HINT_DROPIN = f"look at TODO(m3.06e) in {FOLDER}/autograd_conv.py (Conv2d: _check_supported, forward, from_torch)"
 HINT_GIVEN = (f"this is given code (the forward, the checks, the registration in {FOLDER}); if it "
               "fails, the TODOs it calls are the place to look: TODO(m3.06a) to TODO(m3.06e)")
+HINT_FORWARD = ("the forward is given code (TODO(m3.06a) to TODO(m3.06e) do not change it); on the GPU "
+                "its float32 path runs your m3.04 im2col + GEMM and m3.03 kernels: if ./course grade "
+                "m3_04 or m3_03 fails, fix them first, or run with COURSE_EARLIER_KERNELS=solution")
 
 _module = testing.LazyExtension(lambda: load_extension.load_module(IMPL), f"the {IMPL} extension")
 
@@ -130,7 +133,7 @@ def check_forward(test, c, dtype, device, seed):
         rtol, atol = tolerance(dtype, c.c * c.r * c.s)
         testing.assert_close(actual, reference_forward(c, x, w, bias), rtol=rtol, atol=atol,
                              what=f"conv2d {c.name} {dtype} on {device} (bias {bias is not None})",
-                             hint=HINT_GIVEN)
+                             hint=HINT_FORWARD)
 
 
 def check_grad_input(test, c, dtype, device, seed, op_name, hint):
