@@ -545,14 +545,17 @@ def command_test(args, exercises):
         return code
     # The skeletons' side of the suite: every skeleton test this machine can run that fails
     # must tell the learner which TODO to look at (on a GPU machine: ./course check --gpu).
+    return run_course_check("--skeleton-messages")
+
+
+def run_course_check(*options):
+    """tools/check_course.py on this repository and build folder, with `options`."""
     return subprocess.call([sys.executable, str(ROOT / "tools" / "check_course.py"), "--root", str(ROOT),
-                            "--build-dir", str(build_dir()), "--skeleton-messages"])
+                            "--build-dir", str(build_dir()), *options])
 
 
 def command_check(args, exercises):
-    command = [sys.executable, str(ROOT / "tools" / "check_course.py"), "--root", str(ROOT),
-               "--build-dir", str(build_dir())]
-    return subprocess.call(command + (["--gpu"] if args.gpu else []))
+    return run_course_check(*(["--gpu"] if args.gpu else []))
 
 
 # ---------------------------------------------------------------------------- main
