@@ -35,6 +35,9 @@ HAS_OPCHECK = hasattr(torch.library, "opcheck")
 
 HINT_GATHER = f"look at TODO(m3.06a) in {FOLDER}/conv_backward.h (grad_input_at, the gather)"
 HINT_WGRAD = f"look at TODO(m3.06b) in {FOLDER}/conv_backward.h (grad_weight_partial)"
+HINT_WGRAD_GEMM = ("conv2d_grad_weight on the GPU is given code, cuBLAS GEMMs over X_col, which your m3.04 "
+                   "im2col writes in float32: if ./course grade m3_04 fails, fix it first, or run with "
+                   "COURSE_EARLIER_KERNELS=solution; TODO(m3.06b) is graded by conv2d_grad_weight_direct")
 HINT_BIAS_CPU = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cpp (conv2d_grad_bias_cpu's loop)"
 HINT_BIAS_CUDA = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cu (grad_bias_kernel's reduction)"
 HINT_WIRING = (f"look at TODO(m3.06d) in {FOLDER}/autograd_conv.py (conv2d_backward: which "
@@ -612,6 +615,11 @@ def run_compile(test, device, backend):
 
 # --- CUDA: on the GPU machine -----------------------------------------------------------
 
+def cuda_wgrad_hint(op_name):
+    """Where to look when a CUDA grad-weight operator is wrong: the learner's kernel or the GEMM path."""
+    return HINT_WGRAD_GEMM if op_name == "conv2d_grad_weight" else HINT_WGRAD
+
+
 class _CudaBase(CudaTestCase):
     @classmethod
     def setUpClass(cls):
@@ -642,7 +650,8 @@ class GradientsCudaTest(_CudaBase):
             for dtype in (torch.float32, torch.float64):
                 for op_name in ("conv2d_grad_weight_direct", "conv2d_grad_weight"):
                     with self.subTest(case=c.name, dtype=dtype, op=op_name):
-                        check_grad_weight(self, c, dtype, "cuda", SEED + 3400 + 10 * i, op_name, HINT_WGRAD)
+                        check_grad_weight(self, c, dtype, "cuda", SEED + 3400 + 10 * i, op_name,
+                                          cuda_wgrad_hint(op_name))
 
     def test_grad_bias(self):
         for i, c in enumerate(TEST_CASES):
@@ -657,7 +666,7 @@ class GradientsCudaTest(_CudaBase):
         for op_name in ("conv2d_grad_input", "conv2d_grad_input_gather"):
             check_grad_input(self, c, torch.float32, "cuda", SEED + 3710, op_name, HINT_GATHER)
         for op_name in ("conv2d_grad_weight", "conv2d_grad_weight_direct"):
-            check_grad_weight(self, c, torch.float32, "cuda", SEED + 3720, op_name, HINT_WGRAD)
+            check_grad_weight(self, c, torch.float32, "cuda", SEED + 3720, op_name, cuda_wgrad_hint(op_name))
         check_grad_bias(self, c, torch.float32, "cuda", SEED + 3730, HINT_BIAS_CUDA)
 
     def test_autograd_through_function_and_module(self):
@@ -672,7 +681,8 @@ class GradientsCudaTest(_CudaBase):
         stream = torch.cuda.Stream()
         with torch.cuda.stream(stream):
             check_grad_input(self, c, torch.float32, "cuda", SEED + 3900, "conv2d_grad_input", HINT_GATHER)
-            check_grad_weight(self, c, torch.float32, "cuda", SEED + 3910, "conv2d_grad_weight", HINT_WGRAD)
+            check_grad_weight(self, c, torch.float32, "cuda", SEED + 3910, "conv2d_grad_weight",
+                              HINT_WGRAD_GEMM)
         stream.synchronize()
 
 

@@ -14,11 +14,14 @@
 //   grad-weight      conv2d_grad_weight_direct: one block per dw element, the block's
 //                    threads each summing a strided part of the N * P * Q products
 //                    (grad_weight_partial, part m3.06b), then one block reduction in a
-//                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as a cuBLAS GEMM
-//                    in true float32 (or float64): the reduction over N * P * Q is what a
-//                    GEMM is built for, and cuBLAS's is deterministic.
-//   grad-bias        one block per output channel, a strided sum per thread and m2.06's warp
-//                    reduction (part m3.06c).
+//                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as cuBLAS GEMMs
+//                    in true float32 (or float64), X_col written by m3.04's im2col: the
+//                    reduction over N * P * Q is what a GEMM is built for, split into slices
+//                    whose partial dw are added in a fixed order (split-K), so that the
+//                    small K x CRS output fills the GPU.
+//   grad-bias        a few blocks per output channel, each a strided sum per thread and
+//                    m2.06's warp reduction (part m3.06c), then the parts added in a
+//                    fixed order.
 // Every launch runs on PyTorch's current stream and is checked (C10_CUDA_KERNEL_LAUNCH_CHECK).
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>  // at::cuda::getCurrentCUDABlasHandle
@@ -121,24 +124,29 @@ __global__ void __launch_bounds__(kReduceThreads)
 }
 // ---- end of given ----
 
-// db[k] = sum over n, p, q of dy[n][k][p][q]: one block of kReduceThreads threads per output
-// channel k (blockIdx.x = k); dy is [N][K][pixels], pixels = P * Q.
+// db[k] = sum over n, p, q of dy[n][k][p][q], in two passes: this kernel runs on a grid of
+// K x parts blocks of kReduceThreads threads, block (k, part) = (blockIdx.x, blockIdx.y) adds
+// part `part` of channel k's N * P * Q values into partials[part * K + k], and the given
+// launcher then adds each channel's parts in a fixed order. dy is [N][K][pixels], pixels = P * Q.
 template <typename T>
 __global__ void __launch_bounds__(kReduceThreads)
-    grad_bias_kernel(const T* __restrict__ dy, T* __restrict__ db, int N, int K,
+    grad_bias_kernel(const T* __restrict__ dy, T* __restrict__ partials, int N, int K,
                      std::int64_t pixels) {
-  // The solution: thread j adds the elements j, j + kReduceThreads, ... of the channel's
-  // N * pixels values (element i is image i / pixels, pixel i % pixels: consecutive threads
-  // read consecutive addresses), then block_reduce_sum adds the 256 parts in a fixed order,
-  // warp by warp with shuffles (m2.06), and thread 0 writes the result.
-  const int k = blockIdx.x;
+  // The solution: thread j of part `part` adds the elements part * 256 + j, then every
+  // parts * 256 further, of the channel's N * pixels values (element i is image i / pixels,
+  // pixel i % pixels: consecutive threads read consecutive addresses), then block_reduce_sum
+  // adds the 256 sums in a fixed order, warp by warp with shuffles (m2.06), and thread 0
+  // writes the part's sum.
+  const int k = blockIdx.x, part = blockIdx.y;
+  const std::int64_t step = std::int64_t{gridDim.y} * kReduceThreads;
   T sum = T(0);
-  for (std::int64_t i = threadIdx.x; i < N * pixels; i += kReduceThreads) {
+  for (std::int64_t i = std::int64_t{part} * kReduceThreads + threadIdx.x; i < N * pixels;
+       i += step) {
     const std::int64_t n = i / pixels, j = i % pixels;
     sum += dy[(n * K + k) * pixels + j];
   }
   sum = block_reduce_sum(sum);
-  if (threadIdx.x == 0) db[k] = sum;
+  if (threadIdx.x == 0) partials[std::int64_t{part} * K + k] = sum;
 }
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
@@ -156,7 +164,10 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // im2col of images n0 .. n0 + images - 1: col[(c * R + r) * S + t][j], j = (n - n0) * P * Q +
-// p * Q + q, is x[n][c][h(p, r)][w(q, t)] or 0 in the padding. One thread per element.
+// p * Q + q, is x[n][c][h(p, r)][w(q, t)] or 0 in the padding. One thread per element, every
+// index worked out again in 64 bits: simple, and slow (a 64-bit division is a few dozen
+// instructions). Only the float64 grad-weight (gradcheck's small shapes) uses it; float32 runs
+// m3.04's im2col (run_im2col below), which pays its divisions once per column.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     im2col_kernel(ConvShape s, const T* __restrict__ x, int n0, int images, T* __restrict__ col) {
@@ -187,18 +198,34 @@ __global__ void __launch_bounds__(kThreads)
   dyT[k * N * pixels + n * pixels + j] = dy[i];
 }
 
-// Column-major C[m x n] = op(A)[m x k] * B[k x n] + beta C, float or double.
-cublasStatus_t gemm_tn(cublasHandle_t handle, int m, int n, int k, const float* a, int lda,
-                       const float* b, int ldb, float beta, float* c, int ldc) {
-  const float alpha = 1.0f;
-  return cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda, b, ldb, &beta, c,
-                     ldc);
+// `batch` column-major products C_i[m x n] = A_i^T[m x k] * B_i[k x n], float or double, with
+// A_i = a + i * stride_a (lda), B_i = b + i * stride_b (ldb), C_i = c + i * stride_c (ldc).
+cublasStatus_t gemm_tn_batched(cublasHandle_t handle, int m, int n, int k, const float* a, int lda,
+                               long long stride_a, const float* b, int ldb, long long stride_b,
+                               float* c, int ldc, long long stride_c, int batch) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
+                                   stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
 }
-cublasStatus_t gemm_tn(cublasHandle_t handle, int m, int n, int k, const double* a, int lda,
-                       const double* b, int ldb, double beta, double* c, int ldc) {
-  const double alpha = 1.0;
-  return cublasDgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda, b, ldb, &beta, c,
-                     ldc);
+cublasStatus_t gemm_tn_batched(cublasHandle_t handle, int m, int n, int k, const double* a, int lda,
+                               long long stride_a, const double* b, int ldb, long long stride_b,
+                               double* c, int ldc, long long stride_c, int batch) {
+  const double alpha = 1.0, beta = 0.0;
+  return cublasDgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
+                                   stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
+}
+
+// dw[e] (+)= partials[0][e] + partials[1][e] + ... + partials[count - 1][e], in that order
+// (bitwise reproducible); each partial holds `elements` values. One thread per element.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    add_partials_kernel(const T* __restrict__ partials, int count, std::int64_t elements,
+                        bool accumulate, T* __restrict__ dw) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= elements) return;
+  T sum = accumulate ? dw[e] : T(0);
+  for (int i = 0; i < count; ++i) sum += partials[i * elements + e];
+  dw[e] = sum;
 }
 
 unsigned int blocks_for(const char* op, std::int64_t items, int threads) {
@@ -212,6 +239,24 @@ unsigned int blocks_for(const char* op, std::int64_t items, int threads) {
 
 const at::Tensor* defined_or_null(const c10::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? &*t : nullptr;
+}
+
+// X_col of images n0 .. n0 + images - 1 for the grad-weight GEMM: m3.04's im2col for float32
+// (the layout is the same, im2col_gemm.h), the generic kernel above for float64.
+void run_im2col(const char* op, const ConvShape& s, const float* x, int n0, int images, float* col,
+                cudaStream_t stream) {
+  try {
+    impl::im2col(s, x, n0, images, col, stream);
+  } catch (const std::exception& error) {  // std::invalid_argument, course::CudaError
+    TORCH_CHECK(false, op, ": m3.04's im2col failed: ", error.what());
+  }
+}
+void run_im2col(const char* op, const ConvShape& s, const double* x, int n0, int images,
+                double* col, cudaStream_t stream) {
+  const std::int64_t elements = std::int64_t{images} * s.P() * s.Q() * s.gemm_k();
+  im2col_kernel<double>
+      <<<blocks_for(op, elements, kThreads), kThreads, 0, stream>>>(s, x, n0, images, col);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // ---- The forward's choice of kernel ----
@@ -396,9 +441,15 @@ at::Tensor conv2d_grad_weight_direct_cuda(const at::Tensor& grad_output, const a
 }
 
 // dw[K x CRS] = dY[K x NPQ] * im2col(x)^T[NPQ x CRS], in chunks of images whose im2col
-// matrix holds at most kColumnBudget elements; each chunk's GEMM adds to dw (beta = 1), in
-// order. Row-major dw is the column-major [CRS x K] matrix, so cuBLAS computes
+// matrix holds at most kColumnBudget elements. Row-major dw is the column-major [CRS x K]
+// matrix, so cuBLAS computes
 //   dw^T[CRS x K] = col[CRS x L] * dYchunk^T[L x K],  col given as its column-major transpose.
+// That GEMM has a small output (CRS x K: 576 x 64 for a 3 x 3, 64-channel layer, a handful of
+// cuBLAS's tiles) and a long reduction (L = images * P * Q, 10^5 here): one GEMM would keep a
+// few SMs busy for the whole of L. So the reduction is split: `slices` GEMMs of one
+// strided-batched call each take L / slices columns and write their own partial dw, and
+// add_partials_kernel adds the partials in a fixed order (split-K, as CUTLASS calls it; no
+// atomics, so the result is reproducible). Columns left over by the split get one more GEMM.
 at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tensor& input,
                                    const at::Tensor& weight, at::IntArrayRef stride,
                                    at::IntArrayRef padding, at::IntArrayRef dilation) {
@@ -410,15 +461,25 @@ at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tens
   at::Tensor dw = at::zeros({s.K, s.C, s.R, s.S}, dy.options());
   if (s.N == 0) return dw;
   constexpr std::int64_t kColumnBudget = std::int64_t{1} << 26;  // 256 MiB of float32
+  constexpr std::int64_t kMinSliceColumns = 512;  // shorter slices: more partials than products
+  constexpr std::int64_t kOutputTile = 64;        // an estimate of cuBLAS's tile of CRS x K
   const std::int64_t pixels = std::int64_t{s.P()} * s.Q(), crs = s.gemm_k();
-  const std::int64_t npq = pixels * s.N;
+  const std::int64_t npq = pixels * s.N, dw_elements = crs * s.K;
   TORCH_CHECK(npq <= std::numeric_limits<int>::max(), op, ": N * P * Q must fit in int, got ",
               std::to_string(npq));
   const int chunk = static_cast<int>(
       std::max<std::int64_t>(1, std::min<std::int64_t>(s.N, kColumnBudget / (crs * pixels))));
+  // Enough slices for two tiles per SM, none shorter than kMinSliceColumns.
+  const std::int64_t tiles =
+      ((crs + kOutputTile - 1) / kOutputTile) * ((s.K + kOutputTile - 1) / kOutputTile);
+  const std::int64_t wanted =
+      (2 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount + tiles - 1) / tiles;
+  const int max_slices = static_cast<int>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, chunk * pixels / kMinSliceColumns)));
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor rows = at::empty({s.K, npq}, dy.options());
   at::Tensor col = at::empty({crs, chunk * pixels}, dy.options());
+  at::Tensor partials = at::empty({max_slices + 1, dw_elements}, dy.options());
   cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
   // True float32: no TF32, whatever PyTorch's handle was set to (restored below).
   cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
@@ -428,19 +489,34 @@ at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tens
               ": cublasSetMathMode failed");
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_weight", [&] {
+    scalar_t* part = partials.data_ptr<scalar_t>();
     output_to_rows_kernel<scalar_t><<<blocks_for(op, npq * s.K, kThreads), kThreads, 0, stream>>>(
         dy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(), s.N, s.K, pixels);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     for (int n0 = 0; n0 < s.N && status == CUBLAS_STATUS_SUCCESS; n0 += chunk) {
       const int images = std::min(chunk, s.N - n0);
       const std::int64_t columns = images * pixels;
-      im2col_kernel<scalar_t><<<blocks_for(op, columns * crs, kThreads), kThreads, 0, stream>>>(
-          s, x.data_ptr<scalar_t>(), n0, images, col.data_ptr<scalar_t>());
+      run_im2col(op, s, x.data_ptr<scalar_t>(), n0, images, col.data_ptr<scalar_t>(), stream);
+      const int slices = static_cast<int>(std::max<std::int64_t>(
+          1, std::min<std::int64_t>(max_slices, columns / kMinSliceColumns)));
+      const std::int64_t slice = columns / slices, rest = columns - slice * slices;
+      const scalar_t* chunk_rows = rows.data_ptr<scalar_t>() + n0 * pixels;
+      // Slice i: col's columns [i * slice, (i + 1) * slice) (rows of its column-major
+      // transpose, ld = columns) and the same columns of dY (ld = npq), into partial i.
+      status = gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(slice),
+                               col.data_ptr<scalar_t>(), static_cast<int>(columns), slice,
+                               chunk_rows, static_cast<int>(npq), slice, part,
+                               static_cast<int>(crs), dw_elements, slices);
+      if (rest > 0 && status == CUBLAS_STATUS_SUCCESS) {
+        status =
+            gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(rest),
+                            col.data_ptr<scalar_t>() + slice * slices, static_cast<int>(columns), 0,
+                            chunk_rows + slice * slices, static_cast<int>(npq), 0,
+                            part + slices * dw_elements, static_cast<int>(crs), 0, 1);
+      }
+      add_partials_kernel<scalar_t><<<blocks_for(op, dw_elements, kThreads), kThreads, 0, stream>>>(
+          part, slices + (rest > 0 ? 1 : 0), dw_elements, n0 > 0, dw.data_ptr<scalar_t>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-      status = gemm_tn(handle, static_cast<int>(crs), s.K, static_cast<int>(columns),
-                       col.data_ptr<scalar_t>(), static_cast<int>(columns),
-                       rows.data_ptr<scalar_t>() + n0 * pixels, static_cast<int>(npq),
-                       scalar_t(n0 == 0 ? 0 : 1), dw.data_ptr<scalar_t>(), static_cast<int>(crs));
     }
   });
   cublasSetMathMode(handle, math_mode);
@@ -465,9 +541,25 @@ at::Tensor conv2d_grad_bias_cuda(const at::Tensor& grad_output) {
   at::Tensor db = at::empty({K}, dy.options());
   if (K == 0) return db;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  // One block per channel would leave most SMs idle when K is small (64 blocks of a 132-SM
+  // GPU, each streaming 100k values of a 56 x 56 layer one load per thread at a time): split
+  // each channel into parts, enough for about four blocks per SM, each part at least four
+  // values per thread; the parts are then added in a fixed order.
+  constexpr int kMaxParts = 65535;  // gridDim.y's limit
+  const std::int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const std::int64_t per_channel = N * pixels;
+  const int parts = static_cast<int>(std::max<std::int64_t>(
+      1, std::min<std::int64_t>(
+             {(4 * sms + K - 1) / K, per_channel / (4 * kReduceThreads), kMaxParts})));
+  at::Tensor partials = at::empty({parts, K}, dy.options());
   AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_bias", [&] {
-    grad_bias_kernel<scalar_t><<<K, kReduceThreads, 0, stream>>>(
-        dy.data_ptr<scalar_t>(), db.data_ptr<scalar_t>(), N, K, pixels);
+    grad_bias_kernel<scalar_t>
+        <<<dim3(static_cast<unsigned>(K), static_cast<unsigned>(parts)), kReduceThreads, 0,
+           stream>>>(dy.data_ptr<scalar_t>(), partials.data_ptr<scalar_t>(), N, K, pixels);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    add_partials_kernel<scalar_t>
+        <<<blocks_for("conv2d_grad_bias", K, kThreads), kThreads, 0, stream>>>(
+            partials.data_ptr<scalar_t>(), parts, K, false, db.data_ptr<scalar_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return db;
