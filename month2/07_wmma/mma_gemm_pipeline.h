@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "course/async_copy.h"
+#include "course/block_loop.h"
 #include "course/mma_sync.h"
 #include "course/shared_tile.h"
 
@@ -52,7 +53,7 @@ struct MmaTile {
 };
 
 // The tile the launcher uses, tuned on an H200 (README.md, part 3).
-using TunedTile = MmaTile<128, 256, 64, 64, 64, 3, SharedLayout::swizzled>;
+using TunedTile = MmaTile<128, 256, 32, 64, 64, 4, SharedLayout::swizzled>;
 
 // Copies the tile of A (rows block_m.., columns k0..) and of B (rows k0.., columns block_n..)
 // into `stage`, zeros outside the matrices. kVectorized: 16-byte cp.async copies of 8
@@ -68,24 +69,22 @@ __device__ __forceinline__ void copy_tiles(__half* stage, const __half* __restri
   const int tid = static_cast<int>(threadIdx.x);
   if constexpr (kVectorized) {
     constexpr int kChunksA = kBlockK / 8, kChunksB = kBlockN / 8;
-#pragma unroll
-    for (int i = tid; i < kBlockM * kChunksA; i += Tile::kThreads) {
+    for_each_block_item<kBlockM * kChunksA, Tile::kThreads>(tid, [&](int i) {
       const int r = i / kChunksA, c = (i % kChunksA) * 8;
       const bool inside = block_m + r < M && k0 + c < K;
       const int offset = tile_offset<Tile::kLayout, kBlockK, Tile::kLdA>(r, c);
       copy_16_bytes_async(shared_address(As + offset),
                           inside ? A + static_cast<std::ptrdiff_t>(block_m + r) * K + k0 + c : A,
                           inside ? 16 : 0);
-    }
-#pragma unroll
-    for (int i = tid; i < kBlockK * kChunksB; i += Tile::kThreads) {
+    });
+    for_each_block_item<kBlockK * kChunksB, Tile::kThreads>(tid, [&](int i) {
       const int r = i / kChunksB, c = (i % kChunksB) * 8;
       const bool inside = k0 + r < K && block_n + c < N;
       const int offset = tile_offset<Tile::kLayout, kBlockN, Tile::kLdB>(r, c);
       copy_16_bytes_async(shared_address(Bs + offset),
                           inside ? B + static_cast<std::ptrdiff_t>(k0 + r) * N + block_n + c : B,
                           inside ? 16 : 0);
-    }
+    });
   } else {
     const __half zero = __float2half(0.0f);
     for (int i = tid; i < kBlockM * kBlockK; i += Tile::kThreads) {

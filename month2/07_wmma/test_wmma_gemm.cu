@@ -121,7 +121,7 @@ TEST_F(WmmaTiledArgumentsTest, MisalignedPointersAreHandled) {
                                                   {1, 3, 4}, kTiledHint);
 }
 
-// --- Part 3: ldmatrix + mma.sync, 128 x 256 tiles, 3 stages, swizzled ------------------------
+// --- Part 3: ldmatrix + mma.sync, 128 x 256 tiles, 4 stages of 32, swizzled ------------------
 
 class MmaGemmTest : public course::GpuTest,
                     public ::testing::WithParamInterface<course::GemmCase> {};
@@ -130,9 +130,10 @@ TEST_P(MmaGemmTest, MatchesFloat64Reference) {
   course::expect_gemm_matches_reference(course::impl::mma_gemm, GetParam(), kMmaHint);
 }
 
-// The whole month-2 list, then shapes aimed at this kernel: exactly one 128 x 256 tile, one
-// element more in every direction, a K of one stage (64), of fewer stages than the pipeline
-// holds (128), of many (1000), K < 16, and two tiles each way.
+// The whole month-2 list (its K of 33, 65 and 129 end one element into a 32-deep stage), then
+// shapes aimed at this kernel: exactly one 128 x 256 tile, one element more in every
+// direction, a K of two stages (64, fewer than the pipeline's four), of exactly four (128), of
+// many (1000), K < 16, and two tiles each way.
 INSTANTIATE_TEST_SUITE_P(Shapes, MmaGemmTest, ::testing::ValuesIn(course::gemm_test_cases()),
                          course::gemm_case_name);
 INSTANTIATE_TEST_SUITE_P(

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "course/async_copy.h"
+#include "course/block_loop.h"
 #include "course/cuda_check.h"
 #include "course/gemm.h"
 #include "course/launch.h"
@@ -122,20 +123,21 @@ __device__ __forceinline__ void copy_tiles(__half* stage, const __half* __restri
   const int tid = static_cast<int>(threadIdx.x);
   if (kVectorized) {
     // A: 128 rows x 4 groups of 8; B: 32 rows x 16 groups of 8. 512 copies each, 2 per thread.
-    for (int i = tid; i < kBlockM * (kBlockK / 8); i += kThreads) {
+    constexpr int kCopiesA = kBlockM * (kBlockK / 8), kCopiesB = kBlockK * (kBlockN / 8);
+    for_each_block_item<kCopiesA, kThreads>(tid, [&](int i) {
       const int r = i / (kBlockK / 8), c = (i % (kBlockK / 8)) * 8;
       const bool inside = block_m + r < M && k0 + c < K;
       copy_16_bytes_async(shared_address(As + r * kLdA + c),
                           inside ? A + static_cast<std::ptrdiff_t>(block_m + r) * K + k0 + c : A,
                           inside ? 16 : 0);
-    }
-    for (int i = tid; i < kBlockK * (kBlockN / 8); i += kThreads) {
+    });
+    for_each_block_item<kCopiesB, kThreads>(tid, [&](int i) {
       const int r = i / (kBlockN / 8), c = (i % (kBlockN / 8)) * 8;
       const bool inside = k0 + r < K && block_n + c < N;
       copy_16_bytes_async(shared_address(Bs + r * kLdB + c),
                           inside ? B + static_cast<std::ptrdiff_t>(k0 + r) * N + block_n + c : B,
                           inside ? 16 : 0);
-    }
+    });
   } else {
     const __half zero = __float2half(0.0f);
     for (int i = tid; i < kBlockM * kBlockK; i += kThreads) {
