@@ -219,6 +219,29 @@ def write_report(out_dir, gpu_name, results):
     (out_dir / "README.md").write_text("\n".join(parts))
 
 
+def record_into(out, command_for):
+    """Runs command_for(partial), a benchmark that writes its JSON to `partial`, and moves that
+    file to `out` only if the benchmark finished writing it (valid JSON with its rows; rows that
+    failed are in it as errors): a benchmark that crashes, is interrupted or times out leaves
+    the previous results in place instead of a truncated file. Returns the exit status (1 for
+    a run that exited with 0 but wrote no readable results)."""
+    partial = out.with_name(out.name + ".partial")  # beside out: the move is atomic
+    partial.unlink(missing_ok=True)
+    code = subprocess.call(command_for(partial))
+    try:
+        complete = isinstance(json.loads(partial.read_text()).get("benchmarks"), list)
+    except (OSError, ValueError, AttributeError):
+        complete = False
+    if complete:
+        os.replace(partial, out)
+    else:
+        partial.unlink(missing_ok=True)
+        print(f"run_benchmarks: no complete results from this run; {out.name} keeps the previous ones",
+              file=sys.stderr)
+        code = code or 1
+    return code
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
@@ -247,7 +270,8 @@ def main():
             name = binary.name[: -len("_bench")]
             out = out_dir / f"{name}.json"
             print(f"== {binary.name}", flush=True)
-            code = subprocess.call([str(binary), f"--benchmark_out={out}", "--benchmark_out_format=json", *exclude])
+            code = record_into(out, lambda partial: [str(binary), f"--benchmark_out={partial}",
+                                                     "--benchmark_out_format=json", *exclude])
             ran.append(out)
             if code != 0:
                 failures.append(f"{binary.name} exited with {code}")
@@ -256,7 +280,7 @@ def main():
             out = out_dir / f"{python_benchmark_id(script)}.json"
             print(f"== {script.relative_to(args.root)}", flush=True)
             extra = ["--include-exercise"] if args.include_exercise else []
-            code = subprocess.call([python, str(script), "--json", str(out), *extra])
+            code = record_into(out, lambda partial: [python, str(script), "--json", str(partial), *extra])
             ran.append(out)
             if code != 0:
                 failures.append(f"{script.name} exited with {code}")
