@@ -24,7 +24,7 @@ Why two clocks:
   flush: the copy engines do not go through the cache the flush would empty).
 
 Every row is checked before it is timed: the exchanged tensor must be on the buffer's memory
-(same address) and the copied tensor must equal the source. The goal (issue #10): the exchange
+(same address) and the copied tensor must equal the source. The goal (README.md): the exchange
 time is independent of the size, within noise, from 1 MB to 1 GB; the program prints the ratio
 of the largest to the smallest median over that range, next to the copy's.
 
@@ -48,7 +48,7 @@ from course_harness import benchmarking  # noqa: E402
 from course_harness.benchmarking import first_line  # noqa: E402
 
 PROGRAM = os.path.basename(__file__)
-FLAT_RANGE = (1 << 20, 1 << 30)  # the issue's bar: flat from 1 MB to 1 GB
+FLAT_RANGE = (1 << 20, 1 << 30)  # the lesson's goal: flat from 1 MB to 1 GB
 FLAT_LIMIT = 1.5  # "within noise" for medians of a few microseconds measured on the host
 
 

@@ -5,7 +5,7 @@ bench_implicit_gemm.cu times the implicit GEMM on.
 Rows, named like the C++ benchmarks' (<family>/<implementation>/<layer>):
   conv_fp16/cudnn_nhwc_torch/ResNet_C64_56_K64_3x3   F.conv2d in float16, x and w in
                                                      channels_last (NHWC / KRSC, m3.05's
-                                                     layout): the baseline of issue 11's bar
+                                                     layout): the baseline of the lesson's goal
   conv_fp16/cudnn_nchw_torch/ResNet_C64_56_K64_3x3   the same in PyTorch's default NCHW: what
                                                      the layout buys cuDNN
   conv_bf16/cudnn_nhwc_torch/ResNet_C64_56_K64_3x3   bfloat16, channels_last

@@ -18,7 +18,7 @@ and why:
     the test accuracy is optimistic compared with digits of new writers;
   - the recipe: Adam, learning rate 1e-2 decayed to 0 along a cosine over the whole run,
     batches of 32 in an order drawn from the seed (both twins see the same batches), fp32;
-  - the bar (issue 12): after at most 30 epochs the course model's test accuracy is at least
+  - the bar (README.md): after at most 30 epochs the course model's test accuracy is at least
     97% and within 1 point of the nn.Conv2d twin's. The tests train DEFAULT_EPOCHS = 15.
 """
 import math
