@@ -3,7 +3,8 @@
 //   autograd_conv.cu   the CUDA kernels and the forward's choice of kernel (built with CUDA)
 //   conv_backward.h    what one element of each gradient is: the arithmetic both share
 // Your skeleton and the reference (solutions/month3/06_autograd_conv/) both implement it.
-// The operators (torch.ops.<COURSE_OPS>.<name>), all NCHW, float32 or float64, groups = 1:
+// The operators (torch.ops.<COURSE_OPS>.<name>), float32 or float64 (on CUDA also float16 and
+// bfloat16: the forward on m3.05's tensor cores), groups = 1, shapes in NCHW order:
 //   conv2d(input, weight, bias?, stride, padding, dilation)             -> y        [N, K, P, Q]
 //   conv2d_grad_input(grad_output, input, weight, stride, ...)          -> dx       [N, C, H, W]
 //   conv2d_grad_weight(grad_output, input, weight, stride, ...)         -> dw       [K, C, R, S]
@@ -38,7 +39,8 @@ namespace course {
 
 // The checks every operator starts with (autograd_conv.cpp). They throw c10::Error, a
 // Python RuntimeError whose message starts with `op`, unless: input and weight (and bias,
-// grad_output) on one device, all float32 or all float64; input [N, C, H, W] and weight
+// grad_output) on one device, all of one dtype: float32 or float64, or on CUDA float16 or
+// bfloat16; input [N, C, H, W] and weight
 // [K, C, R, S] 4-D with the same C (groups = 1); bias 1-D of K values; stride, padding and
 // dilation two values each, >= 1, >= 0 and >= 1; a non-empty output that fits in int
 // indexing. Any strides are accepted: the operators read .contiguous() copies.
@@ -48,5 +50,14 @@ ConvShape check_conv_arguments(const char* op, const at::Tensor& input, const at
 // ... and for the gradients, grad_output [N, K, P, Q] of the forward's output shape.
 void check_grad_output(const char* op, const ConvShape& shape, const at::Tensor& grad_output,
                        const at::Tensor& input);
+
+// The layout the forward returns y in, as nn.Conv2d does: ChannelsLast for an input that is
+// channels_last (and not also NCHW-contiguous, as when C = 1), else Contiguous (NCHW). The
+// fake kernel in autograd_conv.py applies the same rule.
+inline at::MemoryFormat output_memory_format(const at::Tensor& input) {
+  return input.is_contiguous(at::MemoryFormat::ChannelsLast) && !input.is_contiguous()
+             ? at::MemoryFormat::ChannelsLast
+             : at::MemoryFormat::Contiguous;
+}
 
 }  // namespace course

@@ -22,7 +22,10 @@ Fill in TODO(m3.06d) (conv2d_backward) and TODO(m3.06e) (the Conv2d drop-in), th
 import torch
 from torch import nn
 
-SUPPORTED_DTYPES = (torch.float32, torch.float64)
+# float16 and bfloat16 run on CUDA only: the forward on m3.05's tensor cores (channels_last),
+# the gradients by the float32 kernels, rounded once. The CPU kernels are float32 and float64.
+SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+CPU_DTYPES = (torch.float32, torch.float64)
 
 # Set by bind(): the torch.ops namespace of the extension, and whether the operator carries
 # its own autograd (PyTorch >= 2.4).
@@ -52,7 +55,10 @@ def _check_options(x, weight, groups):
     for name, t in (("input", x), ("weight", weight)):
         if t.dtype not in SUPPORTED_DTYPES:
             raise NotImplementedError(f"conv2d: {name} dtype {t.dtype} is not supported "
-                                      "(float32 or float64)")
+                                      "(float32 or float64; float16 or bfloat16 on CUDA)")
+        if t.dtype not in CPU_DTYPES and not t.is_cuda:
+            raise NotImplementedError(f"conv2d: {name} dtype {t.dtype} runs on CUDA only (m3.05's "
+                                      "tensor cores); on the CPU use float32 or float64")
 
 
 def conv2d_backward(grad_output, x, weight, has_bias, stride, padding, dilation, needs_input_grad):
@@ -109,7 +115,7 @@ class Conv2d(nn.Conv2d):
     initialisation, extra_repr and state_dict keys, so state dicts load both ways. Only the
     forward differs. Raises NotImplementedError for what the kernels do not support:
     groups != 1, padding_mode other than 'zeros', padding='same' with an odd total padding,
-    dtypes other than float32 and float64.
+    dtypes other than float32 and float64 (and float16 and bfloat16, which run on CUDA only).
     """
 
     def __init__(self, *args, **kwargs):
@@ -168,12 +174,20 @@ def convert_module(module):
 
 # ---- the dispatcher-op path (PyTorch >= 2.4) ----
 
+def _output_memory_format(x):
+    """The forward's output layout (output_memory_format in autograd_conv.h): channels_last for
+    an input that is channels_last and not also NCHW-contiguous, else NCHW."""
+    if x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+        return torch.channels_last
+    return torch.contiguous_format
+
+
 def _fake_conv2d(x, weight, bias, stride, padding, dilation):
     n, _, h, w = x.shape
     k, _, r, s = weight.shape
     p = (h + 2 * padding[0] - dilation[0] * (r - 1) - 1) // stride[0] + 1
     q = (w + 2 * padding[1] - dilation[1] * (s - 1) - 1) // stride[1] + 1
-    return x.new_empty((n, k, p, q))
+    return x.new_empty((n, k, p, q)).contiguous(memory_format=_output_memory_format(x))
 
 
 def _fake_grad_input(grad_output, x, weight, stride, padding, dilation):

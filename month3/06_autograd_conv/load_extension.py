@@ -39,10 +39,12 @@ def namespace(impl):
 
 
 def earlier_sources(who):
-    """The forward's kernels from earlier exercises, `who`'s (yours or the reference):
-    m3.04's im2col + GEMM and the m2.05 SGEMM it can call, then m3.03's direct convolution."""
-    m3_04, m2_05, m3_03 = (paths.source_dir(e, who) for e in ("m3_04", "m2_05", "m3_03"))
-    return [m3_04 / "im2col.cu", m3_04 / "conv2d_im2col_gemm.cu",
+    """The forward's kernels from earlier exercises, `who`'s (yours or the reference): m3.05's
+    implicit GEMM (float16, bfloat16), m3.04's im2col + GEMM and the m2.05 SGEMM it can call,
+    then m3.03's direct convolution."""
+    m3_05, m3_04, m2_05, m3_03 = (paths.source_dir(e, who) for e in ("m3_05", "m3_04", "m2_05", "m3_03"))
+    return [m3_05 / "conv2d_implicit_gemm.cu",
+            m3_04 / "im2col.cu", m3_04 / "conv2d_im2col_gemm.cu",
             m2_05 / "sgemm_2d_register_tile.cu",
             m3_03 / "conv2d_direct_naive.cu", m3_03 / "conv2d_direct_tiled.cu",
             paths.ROOT / "common" / "src" / "cublas_check.cpp"]  # m3.04's CUBLAS_CHECK
@@ -64,7 +66,7 @@ def load_ops(impl="exercise", verbose=None):
     """Builds (if needed) and loads one version; returns its torch.ops namespace."""
     folder = paths.source_dir(EXERCISE, impl)
     ns = namespace(impl)
-    earlier = paths.earlier_impl(impl)  # whose m3.03, m3.04, m2.05 (COURSE_EARLIER_KERNELS)
+    earlier = paths.earlier_impl(impl)  # whose m3.03, m3.04, m3.05, m2.05 (COURSE_EARLIER_KERNELS)
     # Other earlier kernels make another library: its own name, so its own build folder.
     name = ns if earlier == impl else f"{ns}_with_{earlier}_kernels"
     return extension.load(
@@ -77,9 +79,10 @@ def load_ops(impl="exercise", verbose=None):
         namespace=ns,
         # conv_backward.h from the version's own folder first, then autograd_conv.h (given,
         # in month3/06 only), the earlier exercises' headers (direct_conv.h, im2col_gemm.h,
-        # register_tiling.h), and the toolkit's cuda_runtime.h.
+        # implicit_gemm.h, register_tiling.h), and the toolkit's cuda_runtime.h.
         include_dirs=[folder, HERE, ROOT / "month3" / "03_direct_conv", ROOT / "month3" / "04_im2col_gemm",
-                      ROOT / "month2" / "05_register_tiling", cuda_toolkit_include()],
+                      ROOT / "month3" / "05_implicit_gemm", ROOT / "month2" / "05_register_tiling",
+                      cuda_toolkit_include()],
         defines=[f"COURSE_OPS={ns}", f"COURSE_M205_IMPL={impl}"],
         with_course_runtime=True,  # the earlier kernels' CUDA_CHECK reports through it
         verbose=verbose,

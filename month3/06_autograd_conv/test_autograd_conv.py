@@ -38,6 +38,10 @@ HINT_WGRAD = f"look at TODO(m3.06b) in {FOLDER}/conv_backward.h (grad_weight_par
 HINT_WGRAD_GEMM = ("conv2d_grad_weight on the GPU is given code, cuBLAS GEMMs over X_col, which your m3.04 "
                    "im2col writes in float32: if ./course grade m3_04 fails, fix it first, or run with "
                    "COURSE_EARLIER_KERNELS=solution; TODO(m3.06b) is graded by conv2d_grad_weight_direct")
+HINT_REDUCED = ("float16 and bfloat16 are given code around earlier exercises: the forward runs your m3.05 "
+                "implicit GEMM (if ./course grade m3_05 fails, fix it first, or run with "
+                "COURSE_EARLIER_KERNELS=solution), the gradients the float32 operators over your "
+                "TODO(m3.06a) to TODO(m3.06c)")
 HINT_BIAS_CPU = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cpp (conv2d_grad_bias_cpu's loop)"
 HINT_BIAS_CUDA = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cu (grad_bias_kernel's reduction)"
 HINT_WIRING = (f"look at TODO(m3.06d) in {FOLDER}/autograd_conv.py (conv2d_backward: which "
@@ -106,12 +110,18 @@ def reference_grads(c, x, w, dy):
     return dx.to(dtype), dw.to(dtype)
 
 
+# One unit in the last place, relative: a float16 or bfloat16 result is a float32 sum rounded
+# once, so it may round to the neighbour of the reference's rounding.
+REDUCED_ULP = {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}
+
+
 def tolerance(dtype, products):
     if dtype == torch.float64:
         return 1e-10, 1e-10
     # fp32 against the float64 reference: the output's rounding, plus 8 units of float32
-    # rounding per product summed (course_harness.testing.gemm_tolerance's absolute term).
-    return 1e-5, 1e-5 + 8.0 * 2.0 ** -24 * products
+    # rounding per product summed (course_harness.testing.gemm_tolerance's absolute term);
+    # float16 and bfloat16 (float32 sums of the rounded inputs): one unit of their own instead.
+    return REDUCED_ULP.get(dtype, 1e-5), 1e-5 + 8.0 * 2.0 ** -24 * products
 
 
 def dy_for(y, seed):
@@ -198,6 +208,36 @@ def check_autograd(test, c, dtype, device, seed, through):
         testing.assert_close(got, want, rtol=rtol, atol=atol, what=what, hint=HINT_WIRING)
 
 
+def check_reduced_precision(test, c, dtype, memory_format, seed):
+    """float16 / bfloat16 on CUDA: the forward (m3.05), its output's dtype and layout, and the
+    three gradient operators, against float64 references of the same rounded inputs."""
+    conv = module()
+    x, w, b = make_inputs(c, seed, dtype, "cuda")
+    x, w = x.contiguous(memory_format=memory_format), w.contiguous(memory_format=memory_format)
+    where = f"{c.name} {dtype} {str(memory_format).replace('torch.', '')}"
+    for bias in (b, None):
+        y = call(ops().conv2d, x, w, bias, *conv_args(c), hint=HINT_REDUCED)
+        test.assertEqual(y.dtype, dtype, f"conv2d {where}: the output must keep the input's dtype. {HINT_REDUCED}")
+        layout = conv._output_memory_format(x)
+        test.assertTrue(y.is_contiguous(memory_format=layout),
+                        f"conv2d {where}: the output must be {layout} like the input (strides "
+                        f"{y.stride()}). {HINT_REDUCED}")
+        rtol, atol = tolerance(dtype, c.c * c.r * c.s)
+        testing.assert_close(y, reference_forward(c, x, w, bias), rtol=rtol, atol=atol,
+                             what=f"conv2d {where} (bias {bias is not None})", hint=HINT_REDUCED)
+    y = reference_forward(c, x, w, None)
+    dy = dy_for(y, seed + 3).contiguous(memory_format=memory_format)
+    dx_want, dw_want = reference_grads(c, x, w, dy)
+    pq = c.n * y.shape[2] * y.shape[3]
+    for name, got, want, products in (
+            ("conv2d_grad_input", ops().conv2d_grad_input(dy, x, w, *conv_args(c)), dx_want, c.k * c.r * c.s),
+            ("conv2d_grad_weight", ops().conv2d_grad_weight(dy, x, w, *conv_args(c)), dw_want, pq),
+            ("conv2d_grad_bias", ops().conv2d_grad_bias(dy), dy.double().sum(dim=(0, 2, 3)).to(dtype), pq)):
+        test.assertEqual(got.dtype, dtype, f"{name} {where}: the gradient must keep the dtype. {HINT_REDUCED}")
+        rtol, atol = tolerance(dtype, products)
+        testing.assert_close(got, want, rtol=rtol, atol=atol, what=f"{name} {where}", hint=HINT_REDUCED)
+
+
 def check_gradcheck(test, c, device, seed, fast_mode):
     conv = module()
     x, w, b = make_inputs(c, seed, torch.float64, device, requires_grad=True)
@@ -227,7 +267,13 @@ def bad_inputs(device):
     o = ops()
     return [
         ("conv2d(int32 input)", lambda: o.conv2d(x.int(), w.int(), None, *one), r"float32 or float64"),
-        ("conv2d(float16 input)", lambda: o.conv2d(x.half(), w.half(), None, *one), r"float32 or float64"),
+        ("conv2d(complex64 input)", lambda: o.conv2d(x.to(torch.complex64), w.to(torch.complex64), None, *one),
+         r"float32 or float64"),
+    ] + ([
+        ("conv2d(float16 input on the CPU)", lambda: o.conv2d(x.half(), w.half(), None, *one), r"CUDA only"),
+    ] if device == "cpu" else [
+        ("conv2d(float16 input, bfloat16 weight)", lambda: o.conv2d(x.half(), w.bfloat16(), None, *one), r"dtype"),
+    ]) + [
         ("conv2d(float32 input, float64 weight)", lambda: o.conv2d(x, w.double(), None, *one), r"dtype"),
         ("conv2d(3-D input)", lambda: o.conv2d(x[0], w, None, *one), r"4-D"),
         ("conv2d(weight with C = 1: groups)", lambda: o.conv2d(x, w[:, :1].contiguous(), None, *one),
@@ -547,7 +593,8 @@ class Conv2dModuleCpuTest(unittest.TestCase):
         for options, word in [(dict(groups=2), "groups"), (dict(padding_mode="reflect"), "padding_mode"),
                               (dict(padding_mode="circular"), "padding_mode"),
                               (dict(kernel_size=4, padding="same"), "same"),
-                              (dict(dtype=torch.float16), "dtype")]:
+                              (dict(dtype=torch.complex64), "dtype"),
+                              (dict(dtype=torch.float16), "dtype")]:  # on the CPU: CUDA only
             with self.subTest(options=options):
                 arguments = dict(in_channels=4, out_channels=4, kernel_size=3)
                 arguments.update(options)
@@ -684,6 +731,47 @@ class GradientsCudaTest(_CudaBase):
             check_grad_weight(self, c, torch.float32, "cuda", SEED + 3910, "conv2d_grad_weight",
                               HINT_WGRAD_GEMM)
         stream.synchronize()
+
+
+class ReducedPrecisionCudaTest(_CudaBase):
+    """float16 and bfloat16: the forward on m3.05's tensor cores, the gradients in float32."""
+
+    # The shape list (C not a multiple of 8 for most: m3.05's element-by-element path), and
+    # C % 8 == 0 layers for its 16-byte fast path.
+    CASES = TEST_CASES + [case("C16_K24_3x3", 2, 16, 10, 9, 24, 3, 3, 1, 1),
+                          case("C32_K8_Stride2", 2, 32, 11, 12, 8, 3, 3, 2, 1),
+                          case("C64_28_K64_3x3", 4, 64, 28, 28, 64, 3, 3, 1, 1)]
+
+    def test_operators(self):
+        for i, c in enumerate(self.CASES):
+            for dtype in (torch.float16, torch.bfloat16):
+                for memory_format in (torch.channels_last, torch.contiguous_format):
+                    with self.subTest(case=c.name, dtype=dtype, memory_format=memory_format):
+                        check_reduced_precision(self, c, dtype, memory_format, SEED + 4000 + 10 * i)
+
+    def test_autograd_through_function_and_module(self):
+        for i, c in enumerate(self.CASES[:4] + self.CASES[-2:]):
+            for dtype in (torch.float16, torch.bfloat16):
+                for through in ("function", "module"):
+                    with self.subTest(case=c.name, dtype=dtype, through=through):
+                        check_autograd(self, c, dtype, "cuda", SEED + 4500 + 10 * i, through)
+
+    def test_channels_last_module(self):
+        # The drop-in as a mixed-precision model uses it: .half() and channels_last weights and
+        # inputs; the output stays channels_last, and every parameter gets a float16 gradient.
+        conv = module()
+        layer = conv.Conv2d(16, 24, 3, padding=1).cuda().half().to(memory_format=torch.channels_last)
+        x = random_tensor((2, 16, 9, 10), SEED + 4900, dtype=torch.float16, device="cuda")
+        x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+        y = call(layer, x, hint=HINT_REDUCED)
+        self.assertTrue(y.is_contiguous(memory_format=torch.channels_last) and y.dtype == torch.float16,
+                        f"Conv2d(...).half() on a channels_last input: got {y.dtype}, strides {y.stride()}. "
+                        f"{HINT_REDUCED}")
+        y.float().square().sum().backward()
+        for name, t in (("x", x), ("weight", layer.weight), ("bias", layer.bias)):
+            self.assertTrue(t.grad is not None and t.grad.dtype == torch.float16
+                            and bool(torch.isfinite(t.grad).all()),
+                            f"{name}.grad after backward: {None if t.grad is None else t.grad.dtype}. {HINT_REDUCED}")
 
 
 class GradcheckCudaTest(_CudaBase):

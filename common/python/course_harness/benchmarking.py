@@ -11,6 +11,7 @@
   untimed runs, with the L2 cache flushed before each run (so every run reads from DRAM) unless
   flush_l2=False. The median is what the C++ benchmarks report too (the JSON context's
   "statistic" says so), so tools/run_benchmarks.py tables both alike.
+- HostTimer times rows that run on the CPU the same way, by the host's clock.
 - write_json() writes Google Benchmark's JSON format; ./course bench collects it.
 """
 import argparse
@@ -20,6 +21,7 @@ import os
 import socket
 import statistics
 import sys
+import time
 
 import torch
 
@@ -78,6 +80,32 @@ class Timer:
             stop.record()
         torch.cuda.synchronize()
         return [start.elapsed_time(stop) for start, stop in zip(starts, stops)]
+
+    def median_ms(self, run):
+        return statistics.median(self.times_ms(run))
+
+
+class HostTimer:
+    """Timer's interface for work that runs on the CPU (no CUDA events there): the median of
+    `iterations` runs timed with time.perf_counter, after `warmup` untimed runs."""
+
+    def __init__(self, iterations=10, warmup=2):
+        self.iterations = iterations
+        self.warmup = warmup
+
+    def describe(self):
+        return (f"{STATISTIC} of {self.iterations} runs by the host's clock (time.perf_counter), "
+                f"after {self.warmup} warm-up runs")
+
+    def times_ms(self, run):
+        for _ in range(self.warmup):
+            run()
+        times = []
+        for _ in range(self.iterations):
+            start = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - start) * 1e3)
+        return times
 
     def median_ms(self, run):
         return statistics.median(self.times_ms(run))

@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -119,6 +120,24 @@ class BenchmarkJsonTest(unittest.TestCase):
         self.assertEqual(good["GBps"], 12.0)
         self.assertTrue(bad["error_occurred"])
         self.assertEqual(bad["error_message"], "wrong result")
+
+
+class HostTimerTest(unittest.TestCase):
+    def test_warm_up_then_the_median_of_the_timed_runs(self):
+        calls = []
+        timer = benchmarking.HostTimer(iterations=5, warmup=2)
+        durations = iter([0.0, 0.0, 0.004, 0.001, 0.002, 0.030, 0.003])  # seconds, in call order
+
+        def run():
+            calls.append(1)
+            time.sleep(next(durations))
+        times = timer.times_ms(run)
+        self.assertEqual(len(calls), 7)  # 2 untimed, 5 timed
+        self.assertEqual(len(times), 5)
+        self.assertGreaterEqual(min(times), 0.9)  # the 1 ms run, never less than its sleep
+        self.assertGreaterEqual(sorted(times)[2], 2.9)  # the median is the 3 ms run or more
+        self.assertLess(sorted(times)[2], 25.0)  # not the 30 ms one
+        self.assertIn("median of 5 runs", timer.describe())
 
 
 class ExtensionBuildTest(unittest.TestCase):

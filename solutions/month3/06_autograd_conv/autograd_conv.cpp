@@ -27,8 +27,15 @@ namespace course {
 
 namespace {
 
-bool is_supported_dtype(const at::Tensor& t) {
+bool is_cpu_dtype(const at::Tensor& t) {
   return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
+}
+
+// float16 and bfloat16 run on CUDA only: m3.05's tensor cores for the forward (the CPU
+// kernels are float32 and float64 loops).
+bool is_supported_dtype(const at::Tensor& t) {
+  return is_cpu_dtype(t) ||
+         (t.is_cuda() && (t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16));
 }
 
 // A stride, padding or dilation argument: exactly two values (height, width), each at least
@@ -51,8 +58,9 @@ ConvShape check_conv_arguments(const char* op, const at::Tensor& input, const at
   TORCH_CHECK(input.device() == weight.device(), op,
               ": input and weight must be on the same device, got ", input.device(), " and ",
               weight.device());
-  TORCH_CHECK(is_supported_dtype(input), op, ": input must be float32 or float64, got ",
-              input.dtype());
+  TORCH_CHECK(is_supported_dtype(input), op,
+              ": input must be float32 or float64 (float16 and bfloat16 on CUDA only), got ",
+              input.dtype(), " on ", input.device());
   TORCH_CHECK(weight.scalar_type() == input.scalar_type(), op,
               ": weight must have the input's dtype (", input.dtype(), "), got ", weight.dtype());
   TORCH_CHECK(input.dim() == 4, op, ": input must be 4-D [N, C, H, W], got shape ",
@@ -136,7 +144,7 @@ at::Tensor conv2d_cpu(const at::Tensor& input, const at::Tensor& weight,
             out[i++] =
                 forward_at(s, x.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), b_data, n, k, p, q);
   });
-  return y;
+  return y.contiguous(output_memory_format(input));  // the input's layout (autograd_conv.h)
 }
 
 at::Tensor conv2d_grad_input_cpu(const at::Tensor& grad_output, const at::Tensor& input,
@@ -187,7 +195,7 @@ at::Tensor conv2d_grad_bias_cpu(const at::Tensor& grad_output) {
   TORCH_CHECK(grad_output.defined() && grad_output.dim() == 4, op,
               ": grad_output must be 4-D [N, K, P, Q], got shape ",
               shape_string(grad_output.sizes()));
-  TORCH_CHECK(is_supported_dtype(grad_output), op, ": grad_output must be float32 or float64, got ",
+  TORCH_CHECK(is_cpu_dtype(grad_output), op, ": grad_output must be float32 or float64, got ",
               grad_output.dtype());
   const at::Tensor dy = grad_output.contiguous();
   const std::int64_t N = dy.size(0), K = dy.size(1), pixels = dy.size(2) * dy.size(3);

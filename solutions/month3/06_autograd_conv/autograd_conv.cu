@@ -5,6 +5,8 @@
 //   forward          float32: the first kernel of the forward table below that fits: m3.04's
 //                    im2col + cuBLAS GEMM, or m3.03's tiled direct convolution where m3.04's
 //                    workspace would not fit its budget;
+//                    float16 and bfloat16: m3.05's implicit GEMM on the tensor cores, in
+//                    channels_last (NHWC) layout, accumulating in float32;
 //                    float64: one thread per output over forward_at (conv_backward.h).
 //   grad-input       the GATHER kernel: one thread per dx element over grad_input_at (part
 //                    m3.06a); deterministic, no atomics, any stride. For stride 1 (and
@@ -22,10 +24,13 @@
 //   grad-bias        a few blocks per output channel, each a strided sum per thread and
 //                    m2.06's warp reduction (part m3.06c), then the parts added in a
 //                    fixed order.
+// float16 and bfloat16 gradients are computed by the float32 operators from float32 copies
+// and rounded once: correct, not fast (a tensor-core backward is a next step, README.md).
 // Every launch runs on PyTorch's current stream and is checked (C10_CUDA_KERNEL_LAUNCH_CHECK).
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>  // at::cuda::getCurrentCUDABlasHandle
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -38,6 +43,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
 #include "autograd_conv.h"
@@ -45,6 +51,7 @@
 #include "course/launch.h"
 #include "direct_conv.h"  // m3.03: conv2d_direct_tiled (yours or the reference, load_extension.py)
 #include "im2col_gemm.h"  // m3.04: conv2d_im2col_gemm (yours or the reference, load_extension.py)
+#include "implicit_gemm.h"  // m3.05: conv2d_implicit_gemm_fp16 / _bf16 (the same)
 
 namespace course {
 namespace {
@@ -200,19 +207,19 @@ __global__ void __launch_bounds__(kThreads)
 
 // `batch` column-major products C_i[m x n] = A_i^T[m x k] * B_i[k x n], float or double, with
 // A_i = a + i * stride_a (lda), B_i = b + i * stride_b (ldb), C_i = c + i * stride_c (ldc).
-cublasStatus_t gemm_tn_batched(cublasHandle_t handle, int m, int n, int k, const float* a, int lda,
-                               long long stride_a, const float* b, int ldb, long long stride_b,
-                               float* c, int ldc, long long stride_c, int batch) {
-  const float alpha = 1.0f, beta = 0.0f;
-  return cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
-                                   stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
-}
-cublasStatus_t gemm_tn_batched(cublasHandle_t handle, int m, int n, int k, const double* a, int lda,
-                               long long stride_a, const double* b, int ldb, long long stride_b,
-                               double* c, int ldc, long long stride_c, int batch) {
-  const double alpha = 1.0, beta = 0.0;
-  return cublasDgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
-                                   stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
+template <typename T>
+cublasStatus_t gemm_tn_batched(cublasHandle_t handle, int m, int n, int k, const T* a, int lda,
+                               long long stride_a, const T* b, int ldb, long long stride_b, T* c,
+                               int ldc, long long stride_c, int batch) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "float or double");
+  const T alpha = 1, beta = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    return cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
+                                     stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
+  } else {
+    return cublasDgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
+                                     stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
+  }
 }
 
 // dw[e] (+)= partials[0][e] + partials[1][e] + ... + partials[count - 1][e], in that order
@@ -241,6 +248,13 @@ const at::Tensor* defined_or_null(const c10::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? &*t : nullptr;
 }
 
+// For the float16 and bfloat16 gradients, which the float32 operators compute: a float32
+// tensor of t's shape whose values the operator does not read (dx reads only x's shape, dw
+// only w's), so nothing is copied.
+at::Tensor float32_shape_of(const at::Tensor& t) {
+  return at::empty(t.sizes(), t.options().dtype(at::kFloat));
+}
+
 // X_col of images n0 .. n0 + images - 1 for the grad-weight GEMM: m3.04's im2col for float32
 // (the layout is the same, im2col_gemm.h), the generic kernel above for float64.
 void run_im2col(const char* op, const ConvShape& s, const float* x, int n0, int images, float* col,
@@ -261,18 +275,25 @@ void run_im2col(const char* op, const ConvShape& s, const double* x, int n0, int
 
 // ---- The forward's choice of kernel ----
 // Every forward kernel the op can run on CUDA, in order of preference: the first whose fits()
-// accepts the problem runs. m3.04 (im2col + cuBLAS, float32 NCHW) comes first, m3.03's direct
-// convolution takes what m3.04's workspace budget cannot hold. A new kernel (m3.05's implicit
-// GEMM, once these ops take float16 channels_last tensors) is one more row; nothing else
-// changes. The stride-1 grad-input path runs through the same table, so it speeds up with it.
-// x, w, y are contiguous NCHW tensors of the problem's dtype; bias is null or K values.
+// accepts the problem runs. m3.05 (implicit GEMM on the tensor cores) takes float16 and
+// bfloat16; for float32, m3.04 (im2col + cuBLAS, NCHW) comes first, and m3.03's direct
+// convolution takes what m3.04's workspace budget cannot hold. A new kernel is one more row;
+// nothing else changes. The stride-1 grad-input path runs through the same table, so it
+// speeds up with it. x, w, y are contiguous tensors of the problem's dtype in the row's
+// memory_format (Contiguous: NCHW and KCRS; ChannelsLast: NHWC and KRSC, m3.05's layouts);
+// bias is null or K values of the same dtype.
 using ForwardRun = void (*)(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
                             const at::Tensor* bias, at::Tensor& y, cudaStream_t stream);
 struct ForwardKernel {
   const char* name;
   bool (*fits)(const ConvShape& s, at::ScalarType dtype);
   ForwardRun run;
+  at::MemoryFormat memory_format;
 };
+
+bool is_reduced_precision(at::ScalarType dtype) {
+  return dtype == at::kHalf || dtype == at::kBFloat16;
+}
 
 bool is_float32(const ConvShape&, at::ScalarType dtype) { return dtype == at::kFloat; }
 bool is_float64(const ConvShape&, at::ScalarType dtype) { return dtype == at::kDouble; }
@@ -307,6 +328,30 @@ void run_m3_04_cublas(const ConvShape& s, const at::Tensor& x, const at::Tensor&
                            stream);
 }
 
+// m3.05: x NHWC and w KRSC in float16 or bfloat16, y accumulated in float32 (m3.05 writes
+// float32 NHWC), then rounded once into y's dtype. m3.05's own launcher takes the fast path
+// (C % 8 == 0, 16-byte aligned rows: at::empty's memory always is) or the element-by-element
+// one.
+bool fits_m3_05(const ConvShape&, at::ScalarType dtype) { return is_reduced_precision(dtype); }
+
+void run_m3_05(const ConvShape& s, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
+               at::Tensor& y, cudaStream_t stream) {
+  at::Tensor y32 = at::empty_like(y, y.options().dtype(at::kFloat));  // y's NHWC strides
+  const at::Tensor b32 = bias ? bias->to(at::kFloat) : at::Tensor();
+  const float* b = bias ? b32.data_ptr<float>() : nullptr;
+  if (x.scalar_type() == at::kHalf) {
+    impl::conv2d_implicit_gemm_fp16(s, reinterpret_cast<const __half*>(x.data_ptr<at::Half>()),
+                                    reinterpret_cast<const __half*>(w.data_ptr<at::Half>()), b,
+                                    y32.data_ptr<float>(), stream);
+  } else {
+    impl::conv2d_implicit_gemm_bf16(
+        s, reinterpret_cast<const __nv_bfloat16*>(x.data_ptr<at::BFloat16>()),
+        reinterpret_cast<const __nv_bfloat16*>(w.data_ptr<at::BFloat16>()), b,
+        y32.data_ptr<float>(), stream);
+  }
+  y.copy_(y32);  // on the current stream, the same as m3.05's
+}
+
 template <typename T>
 void run_direct(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
                 const at::Tensor* bias, at::Tensor& y, cudaStream_t stream) {
@@ -318,27 +363,32 @@ void run_direct(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
 }
 
 const ForwardKernel kForwardKernels[] = {
-    {"m3_04_im2col_cublas", fits_m3_04, &run_m3_04_cublas},
-    {"m3_03_direct_tiled", is_float32, &run_m3_03_tiled},
-    {"direct_fp64", is_float64, &run_direct<double>},
+    {"m3_05_implicit_gemm", fits_m3_05, &run_m3_05, at::MemoryFormat::ChannelsLast},
+    {"m3_04_im2col_cublas", fits_m3_04, &run_m3_04_cublas, at::MemoryFormat::Contiguous},
+    {"m3_03_direct_tiled", is_float32, &run_m3_03_tiled, at::MemoryFormat::Contiguous},
+    {"direct_fp64", is_float64, &run_direct<double>, at::MemoryFormat::Contiguous},
 };
 
-void run_forward(const char* op, const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
-                 const at::Tensor* bias, at::Tensor& y) {
-  if (s.N == 0) return;
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+const ForwardKernel& choose_forward(const char* op, const ConvShape& s, at::ScalarType dtype) {
   for (const ForwardKernel& kernel : kForwardKernels) {
-    if (!kernel.fits(s, x.scalar_type())) continue;
-    try {
-      kernel.run(s, x, w, bias, y, stream);
-    } catch (const c10::Error&) {
-      throw;
-    } catch (const std::exception& error) {  // m3.03's std::invalid_argument, course::CudaError
-      TORCH_CHECK(false, op, ": the forward kernel ", kernel.name, " failed: ", error.what());
-    }
-    return;
+    if (kernel.fits(s, dtype)) return kernel;
   }
-  TORCH_CHECK(false, op, ": no CUDA forward kernel for ", x.dtype(), " (", to_string(s), ")");
+  TORCH_CHECK(false, op, ": no CUDA forward kernel for ", c10::toString(dtype), " (", to_string(s),
+              ")");
+  return kForwardKernels[0];  // not reached
+}
+
+// y = conv(x, w) + bias by `kernel`, with x, w and y already in its memory format.
+void run_forward(const char* op, const ForwardKernel& kernel, const ConvShape& s,
+                 const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias, at::Tensor& y) {
+  if (s.N == 0) return;
+  try {
+    kernel.run(s, x, w, bias, y, at::cuda::getCurrentCUDAStream());
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const std::exception& error) {  // std::invalid_argument, course::CudaError
+    TORCH_CHECK(false, op, ": the forward kernel ", kernel.name, " failed: ", error.what());
+  }
 }
 
 // ---- The operators ----
@@ -348,12 +398,19 @@ at::Tensor conv2d_cuda(const at::Tensor& input, const at::Tensor& weight,
   const ConvShape s =
       check_conv_arguments("conv2d", input, weight, bias, stride, padding, dilation);
   const c10::cuda::CUDAGuard device_guard(input.device());
-  const at::Tensor x = input.contiguous(), w = weight.contiguous();
+  // The kernel first: it decides the layout its inputs are copied into (none when they are
+  // in it already).
+  const ForwardKernel& kernel = choose_forward("conv2d", s, input.scalar_type());
+  const at::Tensor x = input.contiguous(kernel.memory_format);
+  const at::Tensor w = weight.contiguous(kernel.memory_format);
   const at::Tensor* b = defined_or_null(bias);
   const at::Tensor b_contiguous = b ? b->contiguous() : at::Tensor();
-  at::Tensor y = at::empty({s.N, s.K, s.P(), s.Q()}, x.options());
-  run_forward("conv2d", s, x, w, b ? &b_contiguous : nullptr, y);
-  return y;
+  at::Tensor y =
+      at::empty({s.N, s.K, s.P(), s.Q()}, x.options().memory_format(kernel.memory_format));
+  run_forward("conv2d", kernel, s, x, w, b ? &b_contiguous : nullptr, y);
+  // The output in the input's layout, as nn.Conv2d returns it (autograd_conv.h): channels_last
+  // in, channels_last out (no copy for m3.05).
+  return y.contiguous(output_memory_format(input));
 }
 
 at::Tensor grad_input_gather(const char* op, const ConvShape& s, const at::Tensor& dy,
@@ -395,7 +452,10 @@ at::Tensor grad_input_as_forward(const char* op, const ConvShape& s, const at::T
             s, w.data_ptr<scalar_t>(), w2.data_ptr<scalar_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  run_forward(op, t, dy, w2, nullptr, dx);
+  const ForwardKernel& kernel = choose_forward(op, t, dy.scalar_type());
+  TORCH_INTERNAL_ASSERT(kernel.memory_format == at::MemoryFormat::Contiguous, op,
+                        ": the gradients run on NCHW float32 and float64 only");
+  run_forward(op, kernel, t, dy, w2, nullptr, dx);
   return dx;
 }
 
@@ -405,6 +465,11 @@ at::Tensor conv2d_grad_input_cuda(const at::Tensor& grad_output, const at::Tenso
   const char* op = "conv2d_grad_input";
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
+  if (is_reduced_precision(input.scalar_type())) {
+    return conv2d_grad_input_cuda(grad_output.to(at::kFloat), float32_shape_of(input),
+                                  weight.to(at::kFloat), stride, padding, dilation)
+        .to(input.scalar_type());
+  }
   const c10::cuda::CUDAGuard device_guard(input.device());
   const at::Tensor dy = grad_output.contiguous(), w = weight.contiguous();
   return grad_input_as_forward_fits(s) ? grad_input_as_forward(op, s, dy, w)
@@ -417,6 +482,11 @@ at::Tensor conv2d_grad_input_gather_cuda(const at::Tensor& grad_output, const at
   const char* op = "conv2d_grad_input_gather";
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
+  if (is_reduced_precision(input.scalar_type())) {
+    return conv2d_grad_input_gather_cuda(grad_output.to(at::kFloat), float32_shape_of(input),
+                                         weight.to(at::kFloat), stride, padding, dilation)
+        .to(input.scalar_type());
+  }
   const c10::cuda::CUDAGuard device_guard(input.device());
   return grad_input_gather(op, s, grad_output.contiguous(), weight.contiguous());
 }
@@ -427,6 +497,11 @@ at::Tensor conv2d_grad_weight_direct_cuda(const at::Tensor& grad_output, const a
   const char* op = "conv2d_grad_weight_direct";
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
+  if (is_reduced_precision(input.scalar_type())) {
+    return conv2d_grad_weight_direct_cuda(grad_output.to(at::kFloat), input.to(at::kFloat),
+                                          float32_shape_of(weight), stride, padding, dilation)
+        .to(input.scalar_type());
+  }
   const c10::cuda::CUDAGuard device_guard(input.device());
   const at::Tensor dy = grad_output.contiguous(), x = input.contiguous();
   at::Tensor dw = at::empty({s.K, s.C, s.R, s.S}, dy.options());
@@ -456,6 +531,11 @@ at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tens
   const char* op = "conv2d_grad_weight";
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
+  if (is_reduced_precision(input.scalar_type())) {
+    return conv2d_grad_weight_cuda(grad_output.to(at::kFloat), input.to(at::kFloat),
+                                   float32_shape_of(weight), stride, padding, dilation)
+        .to(input.scalar_type());
+  }
   const c10::cuda::CUDAGuard device_guard(input.device());
   const at::Tensor dy = grad_output.contiguous(), x = input.contiguous();
   at::Tensor dw = at::zeros({s.K, s.C, s.R, s.S}, dy.options());
@@ -530,8 +610,12 @@ at::Tensor conv2d_grad_bias_cuda(const at::Tensor& grad_output) {
   TORCH_CHECK(grad_output.defined() && grad_output.dim() == 4, op,
               ": grad_output must be 4-D [N, K, P, Q], got shape ",
               shape_string(grad_output.sizes()));
+  if (is_reduced_precision(grad_output.scalar_type())) {
+    return conv2d_grad_bias_cuda(grad_output.to(at::kFloat)).to(grad_output.scalar_type());
+  }
   TORCH_CHECK(grad_output.scalar_type() == at::kFloat || grad_output.scalar_type() == at::kDouble,
-              op, ": grad_output must be float32 or float64, got ", grad_output.dtype());
+              op, ": grad_output must be float32, float64, float16 or bfloat16, got ",
+              grad_output.dtype());
   TORCH_CHECK(grad_output.numel() <= std::numeric_limits<int>::max(), op,
               ": grad_output must have fewer than 2^31 elements");
   const c10::cuda::CUDAGuard device_guard(grad_output.device());
