@@ -53,7 +53,7 @@ struct MmaTile {
 };
 
 // The tile the launcher uses, tuned on an H200 (README.md, part 3).
-using TunedTile = MmaTile<128, 256, 32, 64, 64, 4, SharedLayout::swizzled>;
+using TunedTile = MmaTile<128, 128, 32, 64, 64, 4, SharedLayout::swizzled>;
 
 // Copies the tile of A (rows block_m.., columns k0..) and of B (rows k0.., columns block_n..)
 // into `stage`, zeros outside the matrices. kVectorized: 16-byte cp.async copies of 8

@@ -121,7 +121,7 @@ TEST_F(WmmaTiledArgumentsTest, MisalignedPointersAreHandled) {
                                                   {1, 3, 4}, kTiledHint);
 }
 
-// --- Part 3: ldmatrix + mma.sync, 128 x 256 tiles, 4 stages of 32, swizzled ------------------
+// --- Part 3: ldmatrix + mma.sync, 128 x 128 tiles, 4 stages of 32, swizzled ------------------
 
 class MmaGemmTest : public course::GpuTest,
                     public ::testing::WithParamInterface<course::GemmCase> {};
@@ -131,14 +131,16 @@ TEST_P(MmaGemmTest, MatchesFloat64Reference) {
 }
 
 // The whole month-2 list (its K of 33, 65 and 129 end one element into a 32-deep stage), then
-// shapes aimed at this kernel: exactly one 128 x 256 tile, one element more in every
+// shapes aimed at this kernel: exactly one 128 x 128 tile, one element more in every
 // direction, a K of two stages (64, fewer than the pipeline's four), of exactly four (128), of
-// many (1000), K < 16, and two tiles each way.
+// many (1000), K < 16, and two or more tiles each way.
 INSTANTIATE_TEST_SUITE_P(Shapes, MmaGemmTest, ::testing::ValuesIn(course::gemm_test_cases()),
                          course::gemm_case_name);
 INSTANTIATE_TEST_SUITE_P(
     TileEdges, MmaGemmTest,
-    ::testing::Values(course::GemmCase{{128, 256, 64}, 1.0f, 0.0f},
+    ::testing::Values(course::GemmCase{{128, 128, 64}, 1.0f, 0.0f},
+                      course::GemmCase{{129, 129, 72}, 1.0f, 0.0f},
+                      course::GemmCase{{128, 256, 64}, 1.0f, 0.0f},
                       course::GemmCase{{129, 257, 72}, 1.0f, 0.0f},
                       course::GemmCase{{256, 512, 128}, 0.5f, -0.75f},
                       course::GemmCase{{300, 520, 1000}, 1.0f, 0.0f},

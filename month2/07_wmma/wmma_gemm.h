@@ -27,8 +27,8 @@ COURSE_DECLARE_IMPLS(
     void wmma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B,
                    float beta, float* C, cudaStream_t stream = nullptr);
 
-    // Part 3 (mma_gemm.cu): ldmatrix and mma.sync instead of WMMA, 128 x 256 block tiles of
-    // 8 warps of 64 x 64, four stages of swizzled shared memory, C written straight from
+    // Part 3 (mma_gemm.cu): ldmatrix and mma.sync instead of WMMA, 128 x 128 block tiles of
+    // 4 warps of 64 x 64, four stages of swizzled shared memory, C written straight from
     // the accumulators: any M, N, K >= 0 and any alignment, like part 2.
     void mma_gemm(int M, int N, int K, float alpha, const __half* A, const __half* B,
                   float beta, float* C, cudaStream_t stream = nullptr);)

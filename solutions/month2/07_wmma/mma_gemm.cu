@@ -3,10 +3,11 @@
 //
 // What changes from part 2 (wmma_gemm), and why it is faster:
 //  * Larger tiles. A warp computes 64 x 64 of C instead of 64 x 32 (4 x 8 accumulator tiles
-//    of 16 x 8), so each fragment it loads from shared memory feeds twice as many products;
-//    a block computes 128 x 256 with 8 warps, so each byte it copies from global memory
-//    feeds twice as many too.
-//  * A longer pipeline. Four stages of 128 x 32 (A) and 32 x 256 (B) tiles, 96 KiB of
+//    of 16 x 8), so each fragment it loads from shared memory feeds twice as many products.
+//    A block of 4 warps computes 128 x 128, and two blocks share a multiprocessor (244
+//    registers a thread, 64 KiB of shared memory a block): while one waits at a barrier,
+//    the other's products keep the tensor cores busy.
+//  * A longer pipeline. Four stages of 128 x 32 (A) and 32 x 128 (B) tiles, 64 KiB of
 //    shared memory (past the 48 KiB default: the launcher raises the limit), instead of two:
 //    three tiles are on their way while the fourth is multiplied.
 //  * Copies with a compile-time trip count (course/block_loop.h): every warp issues its share
@@ -233,6 +234,10 @@ const std::vector<MmaTuningStep>& mma_tuning_steps() {
        run<MmaTile<128, 256, 64, 64, 64, 3, SharedLayout::swizzled>>},
       {"warp64x64_block128x256_k64x4_swizzled",
        run<MmaTile<128, 256, 64, 64, 64, 4, SharedLayout::swizzled>>},
+      // Step 5's warps and stages in a 128 x 128 block of 4 warps: two blocks per
+      // multiprocessor, so one block's products run while the other waits at its barrier.
+      {"warp64x64_block128x128_k32x4_swizzled",
+       run<MmaTile<128, 128, 32, 64, 64, 4, SharedLayout::swizzled>>},
   };
   return steps;
 }
