@@ -12,7 +12,8 @@
 //    three tiles are on their way while the fourth is multiplied.
 //  * Copies with a compile-time trip count (course/block_loop.h): every warp issues its share
 //    of the next tile's cp.async copies between two slices of products, so their
-//    instructions are time the tensor cores wait; unrolled, they are half as many.
+//    instructions are time the tensor cores wait; unrolled, they lose their branches and
+//    most of their address arithmetic (README.md, part 3, counts them).
 //  * Swizzled shared memory instead of padding: the 16-byte chunks of each row are permuted
 //    (course/mma_sync.h, swizzled_chunk) so that ldmatrix reads 8 rows from 8 different
 //    bank groups. No bytes are wasted, and the tiles stay dense for cp.async.
