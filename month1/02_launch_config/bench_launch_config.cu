@@ -15,6 +15,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "course/benchmark.h"
@@ -48,18 +49,29 @@ const Inputs& inputs_for(std::int64_t n) {
 
 using Launch = std::function<void(const float*, const float*, float*, std::int64_t, cudaStream_t)>;
 
-void run_row(benchmark::State& state, std::int64_t n, const Launch& launch) {
+// Each row's verdict ("" when its kernel is right, else what is wrong), keyed by the row's
+// arguments (n, threads): Google Benchmark calls a row's function again for every repetition,
+// on the same cached inputs, and at 2^28 floats a check reads 1 GiB back to the host and
+// compares every element. So a row is verified the first time it runs, and its repetitions
+// reuse the verdict. Each row function (one per kernel) keeps its own.
+using Verdicts = course::bench::ProblemCache<std::pair<std::int64_t, int>, std::string>;
+
+void run_row(benchmark::State& state, std::int64_t n, int threads, Verdicts& verdicts,
+             const Launch& launch) {
   try {
     const Inputs& inputs = inputs_for(n);
     course::DeviceBuffer<float> c(n);
-    c.poison();
 
     // Verify before timing: a fast wrong kernel is not a result.
-    launch(inputs.a.data(), inputs.b.data(), c.data(), n, nullptr);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    const auto check =
-        course::verify(c.to_host(), inputs.expected, course::tolerance_for(course::Dtype::fp32));
-    if (!check) return course::bench::fail(state, "wrong result: " + std::string(check.message()));
+    const std::string& wrong = verdicts.get({n, threads}, [&](std::string& verdict) {
+      c.poison();
+      launch(inputs.a.data(), inputs.b.data(), c.data(), n, nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const auto check =
+          course::verify(c.to_host(), inputs.expected, course::tolerance_for(course::Dtype::fp32));
+      if (!check) verdict = "wrong result: " + std::string(check.message());
+    });
+    if (!wrong.empty()) return course::bench::fail(state, wrong);
 
     const double bytes = 3.0 * static_cast<double>(n) * sizeof(float);
     course::bench::measure(state, course::bench::Work{bytes}, [&](cudaStream_t stream) {
@@ -77,10 +89,11 @@ using VectorAddFn = void (*)(const float*, const float*, float*, std::int64_t, c
 
 template <GridStrideFn vector_add_grid_stride>
 void bm_grid_stride(benchmark::State& state) {
+  static Verdicts verdicts;
   const std::int64_t n = state.range(0);
   const int threads = static_cast<int>(state.range(1));
   run_row(
-      state, n,
+      state, n, threads, verdicts,
       [threads](const float* a, const float* b, float* c, std::int64_t count, cudaStream_t stream) {
         vector_add_grid_stride(a, b, c, count, threads, 0, stream);
       });
@@ -88,7 +101,8 @@ void bm_grid_stride(benchmark::State& state) {
 
 template <VectorAddFn vector_add>
 void bm_vector_add(benchmark::State& state) {
-  run_row(state, state.range(0), vector_add);
+  static Verdicts verdicts;
+  run_row(state, state.range(0), 0, verdicts, vector_add);
 }
 
 // 2^26 floats (256 MiB per array) and 2^28 (1 GiB per array): far larger than the L2 cache,
