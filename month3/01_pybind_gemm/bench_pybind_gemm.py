@@ -212,8 +212,10 @@ def main():
     print_table(rows, facts, args)
     timing = (f"GEMM rows: {timer.describe()}; overhead rows: a loop of {args.calls} calls "
               f"between two CUDA events, median of {args.iterations}")
+    # The overhead rows are float32 matrices with TF32 off (set_precision); the GEMM rows name
+    # their own precision.
     return benchmarking.finish(rows, json_path=args.json, program=__file__, timer=timer, facts=facts,
-                               timing=timing)
+                               timing=timing, precision="fp32, TF32 off")
 
 
 if __name__ == "__main__":
