@@ -10,9 +10,9 @@
 //    tile when the main loop needs it: x is read (mostly from L2: neighbouring windows
 //    overlap), never X_col.
 //  * The tensor cores. m2.07's part-3 main loop (implicit_gemm_pipeline.h): float16 or
-//    bfloat16 inputs, float32 accumulation, 128 x 128 (or 128 x 64) tiles, 3 stages of
-//    cp.async, swizzled shared memory, ldmatrix and mma.sync. m3.04 ran in true float32 on
-//    the CUDA cores.
+//    bfloat16 inputs, float32 accumulation, 128 x 128, 128 x 64 or 64 x 64 tiles, 2 or 4
+//    stages of cp.async, swizzled shared memory, ldmatrix and mma.sync. m3.04 ran in true
+//    float32 on the CUDA cores.
 //  * NHWC. The 8 channels c .. c + 7 of one input pixel are 16 contiguous bytes, and so are
 //    8 consecutive GEMM k (g = (r S + s) C + c) when C % 8 == 0: one 16-byte cp.async per 8
 //    elements of A, like a row-major matrix. In NCHW those 8 elements are H W apart.
@@ -199,12 +199,12 @@ __host__ __device__ __forceinline__ RowStart row_start(const ConvProblem& proble
 
 // g += step without a division: the channel moves on by step; each time it passes C, the tap
 // moves one column s to the right, and past S, to the next filter row r. The loop runs
-// step / C times or once more (once per tile for C >= 64).
+// step / C times or once more (at most once per tile when C >= step, the tile depth).
 __host__ __device__ __forceinline__ void filter_walk_advance(FilterWalk& walk,
                                                              const ConvProblem& problem, int step) {
   // TODO(m3.05d): move the walk from g to g + step and keep (r, s, c) the tap of g, with no
   // division: c grows by step; while c >= C, take C off and move s on (and past S - 1, back
-  // to 0 and r on). Example: C = 64, S = 3, step 64: (r, s, c) = (0, 2, 0) becomes (1, 0, 0).
+  // to 0 and r on). Example: C = 64, S = 3, step 32: (r, s, c) = (0, 2, 32) becomes (1, 0, 0).
   (void)walk, (void)problem, (void)step;
 }
 
@@ -261,23 +261,32 @@ struct PrecomputedLoader {
   }
 };
 
-// The wide tile when K > 64 and it gives at least two blocks per SM; otherwise the narrow one
-// (K = 64 layers, and layers with few output pixels, such as 7 x 7 images).
-inline bool use_wide_tile(const ConvProblem& problem) {
-  if (problem.N <= 64) return false;
+enum class TileChoice { wide, narrow, small };
+
+template <class Tile>
+long long blocks_of(const ConvProblem& problem) {
+  return static_cast<long long>(ceil_div(problem.M, Tile::kBlockM)) *
+         ceil_div(problem.N, Tile::kBlockN);  // <= M * N < 2^31
+}
+
+// The largest tile that still gives at least two blocks per SM, so that one block's products
+// run while the other waits at a barrier: the wide tile when K > 64 (for K <= 64 it would
+// compute zeros), else the narrow one, else the small one (layers with few output pixels and
+// many filters, such as ResNet's 14 x 14 and 7 x 7).
+inline TileChoice choose_tile(const ConvProblem& problem) {
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const long long blocks = static_cast<long long>(ceil_div(problem.M, WideTile::kBlockM)) *
-                           ceil_div(problem.N, WideTile::kBlockN);
-  return blocks >= 2LL * sms;
+  const long long enough = 2LL * sms;
+  if (problem.N > 64 && blocks_of<WideTile>(problem) >= enough) return TileChoice::wide;
+  if (blocks_of<NarrowTile>(problem) >= enough) return TileChoice::narrow;
+  return TileChoice::small;
 }
 
 template <class Tile, template <class, class, bool> class FastLoader, class Element>
 void launch_tile(const ConvProblem& problem, bool vectorized, const Element* x, const Element* w,
                  const float* bias, float* y, cudaStream_t stream) {
-  const long long blocks = static_cast<long long>(ceil_div(problem.M, Tile::kBlockM)) *
-                           ceil_div(problem.N, Tile::kBlockN);  // <= M * N < 2^31
+  const long long blocks = blocks_of<Tile>(problem);
   // More than 48 KiB of shared memory per block only after opting in, per kernel.
   const auto kernel = vectorized ? implicit_gemm_kernel<Tile, Element, FastLoader, true>
                                  : implicit_gemm_kernel<Tile, Element, AnalyticLoader, false>;
@@ -298,10 +307,13 @@ void launch_conv(const char* function, const ConvShape& s, const Element* x, con
   // 16-byte copies of 8 channels need C % 8 == 0 (a chunk never straddles two pixels or two
   // taps; then C R S % 8 == 0 too, for W's rows) and x and w on 16-byte boundaries.
   const bool vectorized = s.C % 8 == 0 && is_aligned(x, 16) && is_aligned(w, 16);
-  if (use_wide_tile(problem)) {
-    launch_tile<WideTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
-  } else {
-    launch_tile<NarrowTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
+  switch (choose_tile(problem)) {
+    case TileChoice::wide:
+      return launch_tile<WideTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
+    case TileChoice::narrow:
+      return launch_tile<NarrowTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
+    case TileChoice::small:
+      return launch_tile<SmallTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
   }
 }
 

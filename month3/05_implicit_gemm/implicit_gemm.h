@@ -54,7 +54,7 @@ COURSE_DECLARE_IMPLS(
     // the offset into x (NHWC, in elements) that the loader reads at each of the steps + 1
     // positions g0, g0 + step, ..., or -1 where it reads nothing (padding, m >= M, g >= C R S).
     // g0 and step multiples of 8 (the kernel's 16-byte chunks: g0 = 8 * chunk column, step =
-    // the tile depth 64); requires C % 8 == 0 like the kernel's fast path.
+    // the tile depth kBlockK, 32 or 64); requires C % 8 == 0 like the kernel's fast path.
     std::vector<std::int64_t> implicit_gemm_precomputed_walk(const ConvShape& shape, int m, int g0,
                                                              int step, int steps);
 

@@ -1,6 +1,6 @@
 // Given code for exercise m3.05: everything of the implicit-GEMM convolution except the A
 // loaders you write in conv2d_implicit_gemm.cu. Your skeleton and the reference both include
-// it. It is m2.07's part-3 main loop (3 stages of cp.async, swizzled shared memory, ldmatrix,
+// it. It is m2.07's part-3 main loop (stages of cp.async, swizzled shared memory, ldmatrix,
 // mma.sync m16n8k16, the epilogue straight from the accumulators) with two changes:
 //
 //  * B is the filters. KRSC weights w[K][R][S][C] are, as they lie in memory, a row-major
@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "course/async_copy.h"
+#include "course/block_loop.h"
 #include "course/block_order.h"
 #include "course/conv.h"
 #include "course/fast_divmod.h"
@@ -65,11 +66,15 @@ struct ConvTile {
   static_assert(kSharedBytes <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
 };
 
-// The tiles the launchers use (README.md, "The tiles"): 128 x 128 with four 64 x 64 warps,
-// and 128 x 64 with four 64 x 32 warps for layers with K <= 64 filters (or too few blocks
-// of the wide tile to fill the GPU). 3 stages of 64 of g each: 96 and 72 KiB.
-using WideTile = ConvTile<128, 128, 64, 64, 64, 3>;
-using NarrowTile = ConvTile<128, 64, 64, 64, 32, 3>;
+// The tiles the launchers use (README.md, "The tiles"), each four warps: 128 x 128 with
+// 64 x 64 warps, 4 stages of 32 of g (64 KiB of shared memory); 128 x 64 with 64 x 32 warps
+// for layers with K <= 64 filters or too few blocks of the wide tile, 4 stages of 32 (48 KiB);
+// and 64 x 64 with 32 x 32 warps for layers with too few blocks of either, 2 stages of 64
+// (32 KiB): the same shared memory as 4 stages of 32, so as many blocks on each SM to cover
+// the copies, and half as many barriers per column of g.
+using WideTile = ConvTile<128, 128, 32, 64, 64, 4>;
+using NarrowTile = ConvTile<128, 64, 32, 64, 32, 4>;
+using SmallTile = ConvTile<64, 64, 64, 32, 32, 2>;
 
 // What a block needs to know of the convolution, worked out once on the host.
 struct ConvProblem {
@@ -118,15 +123,14 @@ __device__ __forceinline__ void copy_filter_tile(Element* Bs, const Element* __r
                                                  const ConvProblem& problem, int block_n, int k0) {
   const int tid = static_cast<int>(threadIdx.x);
   if constexpr (kVectorized) {
-#pragma unroll
-    for (int i = tid; i < Tile::kBlockN * Tile::kChunksK; i += Tile::kThreads) {
+    for_each_block_item<Tile::kBlockN * Tile::kChunksK, Tile::kThreads>(tid, [&](int i) {
       const int row = i / Tile::kChunksK, column = (i % Tile::kChunksK) * 8;
       const bool inside = block_n + row < problem.N && k0 + column < problem.gemm_k;
       const Element* source =
           inside ? w + static_cast<std::int64_t>(block_n + row) * problem.gemm_k + k0 + column : w;
       copy_16_bytes_async(shared_address(Bs + stage_offset<Tile>(row, column)), source,
                           inside ? 16 : 0);
-    }
+    });
   } else {
     for (int i = tid; i < Tile::kBlockN * Tile::kBlockK; i += Tile::kThreads) {
       const int row = i / Tile::kBlockK, column = i % Tile::kBlockK;

@@ -71,8 +71,12 @@ std::vector<ConvCase> fast_path_cases() {
       {"Fast_ManyChannels", conv_shape(2, 264, 6, 6, 72, 3, 3, 1, 1)},  // C R S = 2376
       {"Fast_Asymmetric", asymmetric},
       {"Fast_C8_7x7Stride2", conv_shape(2, 8, 35, 33, 16, 7, 7, 2, 3)},  // a stem padded to C = 8
-      // Enough output pixels and K > 64 for the launcher to pick the 128 x 128 tile.
+      // Which tile the launcher picks (choose_tile) depends on the blocks each would give;
+      // on a GPU of 132 SMs, like the reference, the shapes above take the 64 x 64 tile, this
+      // one (enough output pixels and K > 64) the 128 x 128 tile ...
       {"Fast_WideTile", conv_shape(32, 64, 32, 32, 192, 3, 3, 1, 1)},
+      // ... and this one (as many pixels, K <= 64) the 128 x 64 tile.
+      {"Fast_NarrowTile", conv_shape(32, 16, 33, 33, 40, 3, 3, 1, 1)},
   };
 }
 
