@@ -182,11 +182,7 @@ __device__ __forceinline__ void multiply_fragments(const Fragments<Tile>& f,
   for (int i = 0; i < Tile::kTilesM; ++i) {
 #pragma unroll
     for (int j = 0; j < Tile::kTilesN; ++j) {
-      if constexpr (std::is_same_v<Element, __half>) {
-        mma_16x8x16(acc[i][j], f.a[i], f.b[j]);
-      } else {
-        mma_16x8x16_bf16(acc[i][j], f.a[i], f.b[j]);
-      }
+      mma_16x8x16<Element>(acc[i][j], f.a[i], f.b[j]);
     }
   }
 }

@@ -1,8 +1,8 @@
 // The warp-level tensor-core instructions under WMMA, with the register layouts spelled out
 // (PTX ISA, "Warp-level matrix fragments for mma.m16n8k16"): ldmatrix, which loads 8 x 8
 // tiles of 16-bit values from shared memory into the lanes that mma.sync expects them in,
-// and mma.sync.m16n8k16, one 16 x 8 x 16 product with float16 inputs and float32
-// accumulators (HMMA.16816 in the SASS; sm_80 and newer).
+// and mma.sync.m16n8k16, one 16 x 8 x 16 product with float16 (or bfloat16) inputs and
+// float32 accumulators (HMMA.16816 in the SASS; sm_80 and newer).
 //
 // Lane `lane` of a warp is called (group, thread) = (lane / 4, lane % 4) below.
 //  * A fragment, 16 x 16 row-major (4 registers of 2 halves): a[0] holds row group, columns
@@ -16,9 +16,12 @@
 // which WMMA's opaque fragments do not allow.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace course {
 
@@ -50,31 +53,27 @@ __device__ __forceinline__ void load_matrix_x4_transposed(std::uint32_t (&r)[4],
 #endif
 }
 
-// acc += a * b for one 16 x 8 x 16 tile: float16 a (16 x 16) and b (16 x 8), float32 acc.
+// acc += a * b for one 16 x 8 x 16 tile: a (16 x 16) and b (16 x 8) of float16 (Element =
+// __half, the default) or bfloat16 (m3.05's bf16 convolution), float32 acc. Both have the
+// same fragment layouts; only the instruction's type suffix differs.
+template <class Element = __half>
 __device__ __forceinline__ void mma_16x8x16(float (&acc)[4], const std::uint32_t (&a)[4],
                                             const std::uint32_t (&b)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  (void)a;
-  (void)b;
-  acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-#endif
-}
-
-// The same product with bfloat16 a and b (same fragment layouts; m3.05's bf16 convolution).
-__device__ __forceinline__ void mma_16x8x16_bf16(float (&acc)[4], const std::uint32_t (&a)[4],
-                                                 const std::uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  if constexpr (std::is_same_v<Element, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    static_assert(std::is_same_v<Element, __nv_bfloat16>, "mma_16x8x16: __half or __nv_bfloat16");
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
 #else
   (void)a;
   (void)b;
