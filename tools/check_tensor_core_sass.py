@@ -8,6 +8,9 @@ from the SASS the compiler produced, so it needs no GPU:
                                a kernel whose name contains KERNEL, and some instantiation
                                of it issues each OP (an opcode prefix: HMMA for mma.sync and
                                WMMA, HGMMA for wgmma, LDSM for ldmatrix, UTMALDG for the TMA)
+  --expect KERNEL@ARCH=OP,...  the same for one architecture only (e.g. sm_90a: wgmma
+                               exists there alone; other architectures' builds of the
+                               kernel are only checked for local memory)
 and no instantiation of those kernels touches local memory (LDL / STL: spilled registers,
 or an array indexed at run time), which lives in DRAM behind the caches.
 
@@ -34,10 +37,11 @@ def main():
 
     expectations = []
     for item in args.expect:
-        kernel, _, ops = item.partition("=")
+        target, _, ops = item.partition("=")
+        kernel, _, arch = target.partition("@")
         if not kernel or not ops:
-            parser.error(f"--expect takes KERNEL=OP[,OP...], got {item!r}")
-        expectations.append((kernel, [op for op in ops.split(",") if op]))
+            parser.error(f"--expect takes KERNEL[@ARCH]=OP[,OP...], got {item!r}")
+        expectations.append((kernel, arch, [op for op in ops.split(",") if op]))
     try:
         functions = sass.disassemble(args.library, args.cuobjdump)
     except sass.ToolMissing as missing:
@@ -48,13 +52,15 @@ def main():
         return 1
 
     problems = []
-    for kernel, ops in expectations:
+    for kernel, only_arch, ops in expectations:
         found = {key: code for key, code in functions.items() if kernel in key[1]}
-        if not found:
-            problems.append(f"no machine code of {kernel} in {args.library} (is it built for a "
-                            "real GPU architecture, and does the launcher instantiate it?)")
+        if not found or (only_arch and not any(key[0] == only_arch for key in found)):
+            where = f" for {only_arch}" if only_arch else ""
+            problems.append(f"no machine code of {kernel}{where} in {args.library} (is it built "
+                            "for that real GPU architecture, and does the launcher instantiate "
+                            "it?)")
             continue
-        for arch in sorted({key[0] for key in found}):
+        for arch in sorted({key[0] for key in found if not only_arch or key[0] == only_arch}):
             variants = [code for key, code in found.items() if key[0] == arch]
             for op in ops:
                 if not any(any(o.startswith(op) for o in code) for code in variants):
@@ -69,7 +75,8 @@ def main():
         if args.hint:
             print(args.hint)
         return 1
-    checked = ", ".join(f"{kernel}: {'+'.join(ops)}" for kernel, ops in expectations)
+    checked = ", ".join(f"{kernel}{'@' + arch if arch else ''}: {'+'.join(ops)}"
+                        for kernel, arch, ops in expectations)
     print(f"OK: {checked}; no local memory")
     return 0
 

@@ -18,7 +18,7 @@
 //    the launcher checks the GPU before it runs the kernel.
 #pragma once
 
-#include <cuda.h>  // CUtensorMap and its enums (types only: no driver library to link)
+#include <cuda.h>          // CUtensorMap and its enums (types only: no driver library to link)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -74,7 +74,8 @@ inline CUtensorMap make_tensor_map_2d(const void* base, CUtensorMapDataType type
   if (!is_aligned(base, 16) || (cols * 2) % 16 != 0) {
     throw std::invalid_argument(
         "make_tensor_map_2d: the TMA needs a 16-byte aligned base and rows whose length in "
-        "bytes is a multiple of 16, got " + std::to_string(cols) + " columns");
+        "bytes is a multiple of 16, got " +
+        std::to_string(cols) + " columns");
   }
   // The encoder lives in the driver (libcuda); the runtime hands out its address, so
   // the program needs no link to the driver library.
@@ -89,14 +90,14 @@ inline CUtensorMap make_tensor_map_2d(const void* base, CUtensorMapDataType type
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
   }();
   CUtensorMap map{};
-  const cuuint64_t sizes[2] = {cols, rows};           // innermost dimension first
-  const cuuint64_t pitches[1] = {cols * 2};           // bytes from one row to the next
+  const cuuint64_t sizes[2] = {cols, rows};  // innermost dimension first
+  const cuuint64_t pitches[1] = {cols * 2};  // bytes from one row to the next
   const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult result = encode(&map, type, 2, const_cast<void*>(base), sizes, pitches, box,
-                                 element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult result =
+      encode(&map, type, 2, const_cast<void*>(base), sizes, pitches, box, element_strides,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
     throw std::invalid_argument("make_tensor_map_2d: cuTensorMapEncodeTiled failed with error " +
                                 std::to_string(static_cast<int>(result)) + " for a " +
@@ -122,13 +123,23 @@ __device__ __forceinline__ void barrier_init(std::uint64_t* barrier, int arrival
 #endif
 }
 
+// Makes this thread's earlier writes to shared memory, by ordinary stores or by cp.async
+// once they have landed (the "generic proxy"), visible to the TMA and to wgmma (the "async
+// proxy"), which read shared memory on their own path. Other threads' writes need it too:
+// each writer fences its own, then a barrier publishes them (m3.05's wgmma loop).
+__device__ __forceinline__ void fence_shared_for_async_proxy() {
+#if defined(COURSE_HAVE_TMA)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 // Makes initialised barriers visible to the TMA (the "async proxy"); call before the
 // __syncthreads() that follows the inits.
 __device__ __forceinline__ void fence_barrier_init() {
 #if defined(COURSE_HAVE_TMA)
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
+  fence_shared_for_async_proxy();
 }
 
 // One arrival that also announces `bytes` more bytes to wait for (the tiles a TMA copy
@@ -184,8 +195,8 @@ __device__ __forceinline__ void wait_for_phase(std::uint64_t* barrier, int parit
 // Copies the box whose first element is (row, col) of the matrix `map` describes into
 // shared memory at `destination` (1024-byte aligned for the 128-byte swizzle); the bytes
 // complete on `barrier`. One thread issues it.
-__device__ __forceinline__ void copy_tile_async(void* destination, const CUtensorMap* map,
-                                                int row, int col, std::uint64_t* barrier) {
+__device__ __forceinline__ void copy_tile_async(void* destination, const CUtensorMap* map, int row,
+                                                int col, std::uint64_t* barrier) {
 #if defined(COURSE_HAVE_TMA)
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -255,52 +266,81 @@ __device__ __forceinline__ void claim_registers() {
 #endif
 }
 
-// d += A * B for a 64 x 256 x 16 tile: A (64 x 16) and B (16 x 256) in shared memory,
-// described by `a` and `b` (A K-major, B MN-major: rows of B hold N, as in a row-major
-// matrix), d in the registers of the warpgroup's 128 threads: thread t of warp w holds, for
-// each 8 columns j (d[4 j] ... d[4 j + 3]), rows 16 w + t / 4 and 16 w + t / 4 + 8,
-// columns 8 j + 2 (t % 4) and the next one, as mma.sync's accumulators (course/mma_sync.h).
-// The wgmma instruction for 16-bit inputs of PTX type TYPE ("f16" or "bf16").
-#define COURSE_WGMMA_64x256x16(TYPE)                                                              \
-  asm volatile(                                                                                   \
-      "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %130, 0;\n"                             \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                           \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"                     \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"           \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"           \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"           \
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"           \
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"           \
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}," \
-      " %128, %129, accumulate, 1, 1, 0, 1;\n}\n"                                                 \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
-      : "l"(a), "l"(b), "r"(1));
+// d += A * B for a 64 x kN x 16 tile (kN = 64, 128 or 256): A (64 x 16) and B (16 x kN) in
+// shared memory, described by `a` and `b`, A K-major; B MN-major (kBRowsHoldN: rows of B hold
+// N, as in a row-major K x N matrix; m2.08) or K-major (rows of B hold K, as in W's filters of
+// m3.05). d is in the registers of the warpgroup's 128 threads: thread t of warp w holds, for
+// each 8 columns j (d[4 j] ... d[4 j + 3]), rows 16 w + t / 4 and 16 w + t / 4 + 8, columns
+// 8 j + 2 (t % 4) and the next one, as mma.sync's accumulators (course/mma_sync.h).
+//
+// One asm template for all of them. The accumulators are operands %0 .. %(kN / 2 - 1) (the
+// register lists below, cut at 32, 64 or 128), then a, b and the "accumulate" flag.
+#define COURSE_WGMMA_D32                                                                       \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define COURSE_WGMMA_D64                                                        \
+  COURSE_WGMMA_D32                                                              \
+  ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "    \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, " \
+  "%61, %62, %63"
+#define COURSE_WGMMA_D128                                                       \
+  COURSE_WGMMA_D64                                                              \
+  ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, "    \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, " \
+  "%93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, "     \
+  "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, "    \
+  "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+// Eight accumulators from d[i] on, as read-write asm operands.
+#define COURSE_WGMMA_F8(i)                                                                    \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define COURSE_WGMMA_F32 \
+  COURSE_WGMMA_F8(0), COURSE_WGMMA_F8(8), COURSE_WGMMA_F8(16), COURSE_WGMMA_F8(24)
+#define COURSE_WGMMA_F64                                                           \
+  COURSE_WGMMA_F32, COURSE_WGMMA_F8(32), COURSE_WGMMA_F8(40), COURSE_WGMMA_F8(48), \
+      COURSE_WGMMA_F8(56)
+#define COURSE_WGMMA_F128                                                                   \
+  COURSE_WGMMA_F64, COURSE_WGMMA_F8(64), COURSE_WGMMA_F8(72), COURSE_WGMMA_F8(80),          \
+      COURSE_WGMMA_F8(88), COURSE_WGMMA_F8(96), COURSE_WGMMA_F8(104), COURSE_WGMMA_F8(112), \
+      COURSE_WGMMA_F8(120)
+// SHAPE "m64n128k16", TYPE "f16" or "bf16", TRANS_B "1" (B MN-major) or "0" (B K-major);
+// AB and SCALE: the operand numbers of a, b and the flag, which come after the accumulators.
+#define COURSE_WGMMA(SHAPE, TYPE, TRANS_B, D_LIST, AB, SCALE, ...)                              \
+  asm volatile("{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, " SCALE                      \
+               ", 0;\n"                                                                         \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " {" D_LIST "}, " AB \
+               ", accumulate, 1, 1, 0, " TRANS_B ";\n}\n"                                       \
+               : __VA_ARGS__                                                                    \
+               : "l"(a), "l"(b), "r"(1))
+#define COURSE_WGMMA_TYPED(SHAPE, TRANS_B, D_LIST, AB, SCALE, ...)        \
+  if constexpr (std::is_same_v<Element, __half>) {                        \
+    COURSE_WGMMA(SHAPE, "f16", TRANS_B, D_LIST, AB, SCALE, __VA_ARGS__);  \
+  } else {                                                                \
+    COURSE_WGMMA(SHAPE, "bf16", TRANS_B, D_LIST, AB, SCALE, __VA_ARGS__); \
+  }
+#define COURSE_WGMMA_SIZED(TRANS_B)                                                    \
+  if constexpr (kN == 64) {                                                            \
+    COURSE_WGMMA_TYPED("m64n64k16", TRANS_B, COURSE_WGMMA_D32, "%32, %33", "%34",      \
+                       COURSE_WGMMA_F32)                                               \
+  } else if constexpr (kN == 128) {                                                    \
+    COURSE_WGMMA_TYPED("m64n128k16", TRANS_B, COURSE_WGMMA_D64, "%64, %65", "%66",     \
+                       COURSE_WGMMA_F64)                                               \
+  } else {                                                                             \
+    COURSE_WGMMA_TYPED("m64n256k16", TRANS_B, COURSE_WGMMA_D128, "%128, %129", "%130", \
+                       COURSE_WGMMA_F128)                                              \
+  }
 
-template <typename Element>
-__device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], std::uint64_t a, std::uint64_t b) {
+template <int kN, bool kBRowsHoldN, typename Element>
+__device__ __forceinline__ void wgmma_64xNx16(float (&d)[kN / 2], std::uint64_t a,
+                                              std::uint64_t b) {
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma_64xNx16: N = 64, 128 or 256");
   static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
-                "wgmma_64x256x16: float16 (__half) or bfloat16 (__nv_bfloat16) inputs");
+                "wgmma_64xNx16: float16 (__half) or bfloat16 (__nv_bfloat16) inputs");
 #if defined(COURSE_HAVE_WGMMA)
-  if constexpr (std::is_same_v<Element, __half>) {
-    COURSE_WGMMA_64x256x16("f16");
+  if constexpr (kBRowsHoldN) {
+    COURSE_WGMMA_SIZED("1")
   } else {
-    COURSE_WGMMA_64x256x16("bf16");
+    COURSE_WGMMA_SIZED("0")
   }
 #else
   (void)d;
@@ -308,6 +348,21 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], std::uint64_t a
   (void)b;
 #endif
 }
-#undef COURSE_WGMMA_64x256x16
+#undef COURSE_WGMMA_SIZED
+#undef COURSE_WGMMA_TYPED
+#undef COURSE_WGMMA
+#undef COURSE_WGMMA_F128
+#undef COURSE_WGMMA_F64
+#undef COURSE_WGMMA_F32
+#undef COURSE_WGMMA_F8
+#undef COURSE_WGMMA_D128
+#undef COURSE_WGMMA_D64
+#undef COURSE_WGMMA_D32
+
+// m2.08's product: 64 x 256 x 16 with B MN-major (rows of B hold N).
+template <typename Element>
+__device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], std::uint64_t a, std::uint64_t b) {
+  wgmma_64xNx16<256, true, Element>(d, a, b);
+}
 
 }  // namespace course::hopper
