@@ -7,16 +7,21 @@
 //                                                           cuBLAS, float32 NCHW, no TF32
 //   conv_fp16/m3_05_implicit_gemm_analytic/solution/<layer> part 1: indices computed in place
 //   conv_fp16/m3_05_implicit_gemm_analytic/exercise/<layer> yours
-//   conv_fp16/m3_05_implicit_gemm/solution/<layer>          part 2: rows decoded once per block,
-//                                                           the filter walked without division
+//   conv_fp16/m3_05_implicit_gemm_mma_sync/solution/<layer> part 2: rows decoded once per
+//                                                           block, the filter walked without
+//                                                           division, on mma.sync
+//   conv_fp16/m3_05_implicit_gemm_mma_sync/exercise/<layer> yours
+//   conv_fp16/m3_05_implicit_gemm/solution/<layer>          part 2 on the GPU's fastest main
+//                                                           loop: part 3's wgmma on a Hopper
+//                                                           (elsewhere the same as the row above)
 //   conv_fp16/m3_05_implicit_gemm/exercise/<layer>          yours
-//   conv_bf16/m3_05_implicit_gemm/solution/<layer>          part 2 with bfloat16 inputs
+//   conv_bf16/m3_05_implicit_gemm/solution/<layer>          the same with bfloat16 inputs
 // The families name the precision: conv_fp32 rows take float32 x and w (NCHW), conv_fp16 and
 // conv_bf16 rows 16-bit x and w (NHWC / KRSC) with float32 accumulation and a float32 y. The
 // m3.05 rows' speedup_vs_conv_fp32 counter is the m3.04 row's time over theirs: a comparison
 // across precisions (and layouts), labelled so; it is what a PyTorch user gains by switching
 // to fp16 channels_last with this kernel. ./course bench's table adds each row's speedup over
-// the step above it in its family (part 2 over part 1).
+// the step above it in its family (part 2 over part 1, part 3 over part 2).
 // Counters: TFLOPS (2 N K P Q C R S / time), GBps (x and w read once, y written once / time),
 // speedup_vs_conv_fp32.
 //
@@ -92,6 +97,16 @@ int main(int argc, char** argv) {
        previous,
        {},
        previous_family},
+      {"m3_05_implicit_gemm_mma_sync/solution",
+       sol::conv2d_implicit_gemm_mma_sync_fp16,
+       previous,
+       {},
+       previous_family},
+      {"m3_05_implicit_gemm_mma_sync/exercise",
+       ex::conv2d_implicit_gemm_mma_sync_fp16,
+       previous,
+       {},
+       previous_family},
       {"m3_05_implicit_gemm/solution",
        sol::conv2d_implicit_gemm_fp16,
        previous,
@@ -113,5 +128,8 @@ int main(int argc, char** argv) {
   };
   course::bench::register_conv_rows_as<__nv_bfloat16>("conv_bf16", bf16, layers,
                                                       course::ConvLayout::nhwc);
+  // Which main loop the m3_05_implicit_gemm rows ran on (part 3's wgmma on a Hopper), in the
+  // JSON context and the table's header.
+  benchmark::AddCustomContext("main_loop", sol::conv2d_implicit_gemm_main_loop());
   return course::bench::run_benchmarks(argc, argv);
 }

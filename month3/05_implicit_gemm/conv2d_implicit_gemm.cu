@@ -34,8 +34,10 @@
 #include "course/conv.h"
 #include "course/cuda_check.h"
 #include "course/fast_divmod.h"
+#include "course/hopper.h"
 #include "course/launch.h"
 #include "implicit_gemm_pipeline.h"
+#include "implicit_gemm_wgmma.h"
 
 namespace course::COURSE_IMPL {  // see course/impl.h
 namespace {
@@ -297,7 +299,51 @@ void launch_tile(const ConvProblem& problem, bool vectorized, const Element* x, 
   CUDA_CHECK_LAUNCH();
 }
 
-template <template <class, class, bool> class FastLoader, class Element>
+// Part 3's kernel (implicit_gemm_wgmma.h), fast path only.
+template <class Tile, template <class, class, bool> class FastLoader, class Element>
+void launch_wgmma_tile(const ConvProblem& problem, const Element* x, const Element* w,
+                       const float* bias, float* y, cudaStream_t stream) {
+  const auto kernel = implicit_gemm_wgmma_kernel<Tile, Element, FastLoader>;
+  constexpr int bytes = wgmma_shared_bytes<Tile>();
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  kernel<<<static_cast<unsigned>(blocks_of<Tile>(problem)), Tile::kThreads, bytes, stream>>>(
+      problem, x, w, bias, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Never launched: its attributes tell which machine code the runtime picked for this GPU
+// from this file. Built for sm_90a (with wgmma) it holds 1 KiB of shared memory, otherwise
+// none. (Asking costs no launch and no synchronisation, so a launcher may ask while its
+// stream is being captured into a CUDA graph.)
+constexpr int kWgmmaMarkerInts = 256;
+__global__ void wgmma_marker_kernel(int* sink) {
+#if defined(COURSE_HAVE_WGMMA)
+  __shared__ int marker[kWgmmaMarkerInts];
+  const int i = static_cast<int>(threadIdx.x) % kWgmmaMarkerInts;
+  marker[i] = i;
+  __syncthreads();
+  *sink = marker[(i + 1) % kWgmmaMarkerInts];
+#else
+  (void)sink;
+#endif
+}
+
+// Whether part 3's wgmma loop runs on the current GPU: a Hopper (compute capability 9.0),
+// and this file built for sm_90a, whose machine code the runtime took (CMakeLists.txt adds
+// sm_90a; a build for sm_90 alone has machine code without wgmma).
+bool wgmma_runs_here() {
+  if (!hopper::is_hopper_gpu()) return false;
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, wgmma_marker_kernel));
+  return attributes.sharedSizeBytes == kWgmmaMarkerInts * sizeof(int);
+}
+
+// Which main loop the fast path runs on: the fastest this GPU has (part 3's wgmma on a
+// Hopper, else mma.sync), or mma.sync everywhere (part 2 as it was, for the tests and the
+// benchmark's comparison).
+enum class MainLoop { fastest, mma_sync };
+
+template <template <class, class, bool> class FastLoader, MainLoop kMainLoop, class Element>
 void launch_conv(const char* function, const ConvShape& s, const Element* x, const Element* w,
                  const float* bias, float* y, cudaStream_t stream) {
   require_conv_arguments(function, s);
@@ -307,6 +353,16 @@ void launch_conv(const char* function, const ConvShape& s, const Element* x, con
   // 16-byte copies of 8 channels need C % 8 == 0 (a chunk never straddles two pixels or two
   // taps; then C R S % 8 == 0 too, for W's rows) and x and w on 16-byte boundaries.
   const bool vectorized = s.C % 8 == 0 && is_aligned(x, 16) && is_aligned(w, 16);
+  // Part 3 where there is a main loop to speed up: more than one 64-deep tile of g (a 1 x 1
+  // layer of 64 channels has one, and is bound by writing y).
+  if constexpr (kMainLoop == MainLoop::fastest) {
+    if (vectorized && problem.gemm_k > WgmmaWideTile::kBlockK && wgmma_runs_here()) {
+      if (problem.N > 64) {
+        return launch_wgmma_tile<WgmmaWideTile, FastLoader>(problem, x, w, bias, y, stream);
+      }
+      return launch_wgmma_tile<WgmmaNarrowTile, FastLoader>(problem, x, w, bias, y, stream);
+    }
+  }
   switch (choose_tile(problem)) {
     case TileChoice::wide:
       return launch_tile<WideTile, FastLoader>(problem, vectorized, x, w, bias, y, stream);
@@ -338,22 +394,39 @@ std::vector<std::int64_t> implicit_gemm_precomputed_walk(const ConvShape& shape,
 
 void conv2d_implicit_gemm_analytic_fp16(const ConvShape& shape, const __half* x, const __half* w,
                                         const float* bias, float* y, cudaStream_t stream) {
-  launch_conv<AnalyticLoader>("conv2d_implicit_gemm_analytic_fp16", shape, x, w, bias, y, stream);
+  launch_conv<AnalyticLoader, MainLoop::mma_sync>("conv2d_implicit_gemm_analytic_fp16", shape, x, w,
+                                                  bias, y, stream);
 }
 void conv2d_implicit_gemm_analytic_bf16(const ConvShape& shape, const __nv_bfloat16* x,
                                         const __nv_bfloat16* w, const float* bias, float* y,
                                         cudaStream_t stream) {
-  launch_conv<AnalyticLoader>("conv2d_implicit_gemm_analytic_bf16", shape, x, w, bias, y, stream);
+  launch_conv<AnalyticLoader, MainLoop::mma_sync>("conv2d_implicit_gemm_analytic_bf16", shape, x, w,
+                                                  bias, y, stream);
 }
 void conv2d_implicit_gemm_fp16(const ConvShape& shape, const __half* x, const __half* w,
                                const float* bias, float* y, cudaStream_t stream) {
-  launch_conv<PrecomputedLoader>("conv2d_implicit_gemm_fp16", shape, x, w, bias, y, stream);
+  launch_conv<PrecomputedLoader, MainLoop::fastest>("conv2d_implicit_gemm_fp16", shape, x, w, bias,
+                                                    y, stream);
 }
 void conv2d_implicit_gemm_bf16(const ConvShape& shape, const __nv_bfloat16* x,
                                const __nv_bfloat16* w, const float* bias, float* y,
                                cudaStream_t stream) {
-  launch_conv<PrecomputedLoader>("conv2d_implicit_gemm_bf16", shape, x, w, bias, y, stream);
+  launch_conv<PrecomputedLoader, MainLoop::fastest>("conv2d_implicit_gemm_bf16", shape, x, w, bias,
+                                                    y, stream);
 }
+void conv2d_implicit_gemm_mma_sync_fp16(const ConvShape& shape, const __half* x, const __half* w,
+                                        const float* bias, float* y, cudaStream_t stream) {
+  launch_conv<PrecomputedLoader, MainLoop::mma_sync>("conv2d_implicit_gemm_mma_sync_fp16", shape, x,
+                                                     w, bias, y, stream);
+}
+void conv2d_implicit_gemm_mma_sync_bf16(const ConvShape& shape, const __nv_bfloat16* x,
+                                        const __nv_bfloat16* w, const float* bias, float* y,
+                                        cudaStream_t stream) {
+  launch_conv<PrecomputedLoader, MainLoop::mma_sync>("conv2d_implicit_gemm_mma_sync_bf16", shape, x,
+                                                     w, bias, y, stream);
+}
+
+const char* conv2d_implicit_gemm_main_loop() { return wgmma_runs_here() ? "wgmma" : "mma.sync"; }
 
 }  // namespace course::COURSE_IMPL
 // ---- end of given ----

@@ -75,9 +75,21 @@ COURSE_DECLARE_IMPLS(
                                             cudaStream_t stream = nullptr);
     // Part 2: the GEMM-row decode done once per block with fast division, the filter tap
     // moved from tile to tile without division (CUTLASS's "optimized" iterator). The slow
-    // path is part 1's.
+    // path is part 1's. On the fastest main loop of the GPU: part 3's wgmma
+    // (implicit_gemm_wgmma.h) on a Hopper when C R S > 64, mma.sync otherwise.
     void conv2d_implicit_gemm_fp16(const ConvShape& shape, const __half* x, const __half* w,
                                    const float* bias, float* y, cudaStream_t stream = nullptr);
     void conv2d_implicit_gemm_bf16(const ConvShape& shape, const __nv_bfloat16* x,
                                    const __nv_bfloat16* w, const float* bias, float* y,
-                                   cudaStream_t stream = nullptr);)
+                                   cudaStream_t stream = nullptr);
+    // The same loaders on mma.sync on every GPU (on a Hopper, what part 3 replaces).
+    void conv2d_implicit_gemm_mma_sync_fp16(const ConvShape& shape, const __half* x,
+                                            const __half* w, const float* bias, float* y,
+                                            cudaStream_t stream = nullptr);
+    void conv2d_implicit_gemm_mma_sync_bf16(const ConvShape& shape, const __nv_bfloat16* x,
+                                            const __nv_bfloat16* w, const float* bias, float* y,
+                                            cudaStream_t stream = nullptr);
+    // The main loop conv2d_implicit_gemm_fp16 and _bf16 take on the current GPU for a fast-path
+    // layer with C R S > 64: "wgmma" (part 3: a Hopper, and this library built for sm_90a) or
+    // "mma.sync".
+    const char* conv2d_implicit_gemm_main_loop();)

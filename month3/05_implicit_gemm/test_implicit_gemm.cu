@@ -25,6 +25,7 @@
 #include "course/conv.h"
 #include "course/conv_reference.h"
 #include "course/conv_testing.h"
+#include "course/hopper.h"
 #include "course/testing.h"
 #include "implicit_gemm.h"
 
@@ -245,8 +246,13 @@ struct Kernel {
 const Kernel kAnalytic{"conv2d_implicit_gemm_analytic",
                        course::impl::conv2d_implicit_gemm_analytic_fp16,
                        course::impl::conv2d_implicit_gemm_analytic_bf16, kHintPart1};
+// Part 2's loaders on the GPU's fastest main loop (part 3's wgmma on a Hopper), and on
+// mma.sync everywhere: on a Hopper the two are different kernels, and both are graded.
 const Kernel kPrecomputed{"conv2d_implicit_gemm", course::impl::conv2d_implicit_gemm_fp16,
                           course::impl::conv2d_implicit_gemm_bf16, kHintPart2};
+const Kernel kPrecomputedMmaSync{"conv2d_implicit_gemm_mma_sync",
+                                 course::impl::conv2d_implicit_gemm_mma_sync_fp16,
+                                 course::impl::conv2d_implicit_gemm_mma_sync_bf16, kHintPart2};
 
 void expect_matches(const Kernel& kernel, const ConvShape& s, bool bias, bool bf16,
                     course::ConvTestOptions options = kNhwc) {
@@ -262,6 +268,8 @@ void expect_matches(const Kernel& kernel, const ConvShape& s, bool bias, bool bf
 class AnalyticConvTest : public course::GpuTest, public ::testing::WithParamInterface<ConvCase> {};
 class PrecomputedConvTest : public course::GpuTest,
                             public ::testing::WithParamInterface<ConvCase> {};
+class PrecomputedMmaSyncConvTest : public course::GpuTest,
+                                   public ::testing::WithParamInterface<ConvCase> {};
 
 TEST_P(AnalyticConvTest, Fp16MatchesFloat64Reference) {
   expect_matches(kAnalytic, GetParam().shape, false, false);
@@ -287,9 +295,18 @@ TEST_P(PrecomputedConvTest, UnalignedInputsTakeTheSlowPathAndMatch) {
                  course::ConvTestOptions{ConvLayout::nhwc, 4});
 }
 
+TEST_P(PrecomputedMmaSyncConvTest, Fp16WithBiasMatchesFloat64Reference) {
+  expect_matches(kPrecomputedMmaSync, GetParam().shape, true, false);
+}
+TEST_P(PrecomputedMmaSyncConvTest, Bf16WithBiasMatchesFloat64Reference) {
+  expect_matches(kPrecomputedMmaSync, GetParam().shape, true, true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, AnalyticConvTest, ::testing::ValuesIn(small_cases()),
                          course::conv_case_name);
 INSTANTIATE_TEST_SUITE_P(Shapes, PrecomputedConvTest, ::testing::ValuesIn(small_cases()),
+                         course::conv_case_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, PrecomputedMmaSyncConvTest, ::testing::ValuesIn(small_cases()),
                          course::conv_case_name);
 
 class ResNetConvTest : public course::GpuTest, public ::testing::WithParamInterface<ConvCase> {};
@@ -302,6 +319,9 @@ TEST_P(ResNetConvTest, PrecomputedFp16MatchesOnSampledOutputs) {
 }
 TEST_P(ResNetConvTest, PrecomputedBf16MatchesOnSampledOutputs) {
   expect_matches(kPrecomputed, GetParam().shape, true, true);
+}
+TEST_P(ResNetConvTest, PrecomputedMmaSyncFp16MatchesOnSampledOutputs) {
+  expect_matches(kPrecomputedMmaSync, GetParam().shape, true, false);
 }
 
 INSTANTIATE_TEST_SUITE_P(ResNetLayers, ResNetConvTest,
@@ -317,6 +337,19 @@ TEST_F(ImplicitGemmArgumentsTest, BadShapesAndNullPointersAreRejectedWithAClearE
   course::expect_conv_rejects_bad_arguments_as<__half>(
       course::impl::conv2d_implicit_gemm_analytic_fp16, "conv2d_implicit_gemm_analytic_fp16",
       kHintPart1);
+  course::expect_conv_rejects_bad_arguments_as<__half>(
+      course::impl::conv2d_implicit_gemm_mma_sync_fp16, "conv2d_implicit_gemm_mma_sync_fp16",
+      kHintPart2);
+}
+
+// CMakeLists.txt builds the launchers for sm_90a too: on a Hopper the runtime must take that
+// code, or part 3 would silently never run.
+TEST_F(ImplicitGemmArgumentsTest, OnAHopperTheFastPathRunsOnWgmma) {
+  const std::string expected = course::hopper::is_hopper_gpu() ? "wgmma" : "mma.sync";
+  EXPECT_EQ(course::impl::conv2d_implicit_gemm_main_loop(), expected)
+      << "on this GPU the fast path should run on " << expected
+      << " (month3/05_implicit_gemm/CMakeLists.txt adds sm_90a; conv2d_implicit_gemm.cu's "
+         "wgmma_runs_here checks which machine code the runtime loaded)";
 }
 
 TEST_F(ImplicitGemmArgumentsTest, RunsOnTheGivenStream) {
