@@ -14,8 +14,9 @@
 //    elements of A, like a row-major matrix. In NCHW those 8 elements are H W apart.
 // Part 1 computes every index of every copy in place (CUTLASS's "analytic" iterator); part 2
 // decodes each GEMM row once per block with fast division and walks the filter taps from
-// tile to tile without dividing (CUTLASS's "optimized" iterator). README.md shows what each
-// step bought on the reference GPU.
+// tile to tile without dividing (CUTLASS's "optimized" iterator). Part 3 is given: on a
+// Hopper, the launchers run part 2's loader on wgmma instead of mma.sync
+// (implicit_gemm_wgmma.h). README.md shows what each step bought on the reference GPU.
 #include "implicit_gemm.h"
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
