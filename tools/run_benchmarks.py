@@ -206,7 +206,8 @@ def write_report(out_dir, gpu_name, results):
         context = data.get("context", {})
         parts.append(f"## {name}")
         parts.append("")
-        details = [f"{k}: {context[k]}" for k in ("gpu", "sm_count", "peak_dram_gbps", "cuda_runtime", "date", "main_loop")
+        details = [f"{k}: {context[k]}" for k in ("gpu", "sm_count", "peak_dram_gbps", "cuda_runtime", "date", "main_loop",
+                                                "api", "cudnn_version")
                    if k in context]
         details.append(f"{STATISTIC_KEY}: {statistic(data)}"
                        + (f" of {context['repetitions']} repetitions" if "repetitions" in context else ""))
