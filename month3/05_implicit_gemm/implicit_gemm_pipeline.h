@@ -187,10 +187,30 @@ __device__ __forceinline__ void multiply_fragments(const Fragments<Tile>& f,
   }
 }
 
+// The epilogue's one store, shared by both main loops (mma.sync here, wgmma in
+// implicit_gemm_wgmma.h): y = acc + bias for one 16 x 8 accumulator tile whose lane holds
+// y[row][col .. col + 1] and the same 8 rows down (c[0..1], c[2..3]; course/mma_sync.h and
+// course/hopper.h lay the lanes out alike). Two neighbouring filters of one pixel, one 8-byte
+// store where store_accumulator_pair can. b holds bias[col] and bias[col + 1] (bias_pair),
+// loaded once for all the tiles of a column.
+__device__ __forceinline__ void store_output_tile(const float* c, float2 b,
+                                                  const ConvProblem& problem, float* __restrict__ y,
+                                                  int row, int col, bool aligned) {
+  store_accumulator_pair(y, problem.M, problem.N, row, col, 1.0f, 0.0f, c[0] + b.x, c[1] + b.y,
+                         aligned);
+  store_accumulator_pair(y, problem.M, problem.N, row + 8, col, 1.0f, 0.0f, c[2] + b.x, c[3] + b.y,
+                         aligned);
+}
+
+// bias[col] and bias[col + 1], 0 outside the K filters or without a bias.
+__device__ __forceinline__ float2 bias_pair(const float* __restrict__ bias, int K, int col) {
+  return make_float2(bias != nullptr && col < K ? bias[col] : 0.0f,
+                     bias != nullptr && col + 1 < K ? bias[col + 1] : 0.0f);
+}
+
 // Epilogue: y = acc + bias for the warp's tile, whose first element is (row0, col0) of the
 // M x K matrix y (NHWC). Lane (group, thread) holds, per mma tile, y[group][2 thread ..
-// 2 thread + 1] and the same 8 rows down (course/mma_sync.h): two neighbouring filters of one
-// pixel, one 8-byte store where store_accumulator_pair can.
+// 2 thread + 1] and the same 8 rows down (course/mma_sync.h).
 template <class Tile>
 __device__ __forceinline__ void store_outputs(const float (&acc)[Tile::kTilesM][Tile::kTilesN][4],
                                               const ConvProblem& problem,
@@ -201,15 +221,10 @@ __device__ __forceinline__ void store_outputs(const float (&acc)[Tile::kTilesM][
 #pragma unroll
   for (int j = 0; j < Tile::kTilesN; ++j) {
     const int col = col0 + j * 8 + pair;
-    const float b0 = bias != nullptr && col < problem.N ? bias[col] : 0.0f;
-    const float b1 = bias != nullptr && col + 1 < problem.N ? bias[col + 1] : 0.0f;
+    const float2 b = bias_pair(bias, problem.N, col);
 #pragma unroll
     for (int i = 0; i < Tile::kTilesM; ++i) {
-      const int row = row0 + i * 16 + group;
-      store_accumulator_pair(y, problem.M, problem.N, row, col, 1.0f, 0.0f, acc[i][j][0] + b0,
-                             acc[i][j][1] + b1, aligned);
-      store_accumulator_pair(y, problem.M, problem.N, row + 8, col, 1.0f, 0.0f, acc[i][j][2] + b0,
-                             acc[i][j][3] + b1, aligned);
+      store_output_tile(acc[i][j], b, problem, y, row0 + i * 16 + group, col, aligned);
     }
   }
 }

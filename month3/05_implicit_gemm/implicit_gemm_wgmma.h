@@ -118,19 +118,16 @@ __global__ void __launch_bounds__(Tile::kThreads)
   for (int i = 0; i < kBlockN / 2; ++i) hopper::fence_accumulator(acc[i]);
 
   // y = acc + bias. Thread t of warp w holds, per 8 columns j, rows 16 w + t / 4 and 8 further
-  // down, columns 8 j + 2 (t % 4) and the next (course/hopper.h).
+  // down, columns 8 j + 2 (t % 4) and the next (course/hopper.h): acc[4 j .. 4 j + 3] is one
+  // 16 x 8 tile, stored as the mma.sync loop stores its tiles (implicit_gemm_pipeline.h).
   const int warp = thread / 32, lane = thread % 32;
   const int row = block_m + warpgroup * 64 + warp * 16 + lane / 4;
   const bool aligned = pairs_aligned(y, problem.N);
 #pragma unroll
   for (int j = 0; j < kBlockN / 8; ++j) {
     const int col = block_n + j * 8 + (lane % 4) * 2;
-    const float b0 = bias != nullptr && col < problem.N ? bias[col] : 0.0f;
-    const float b1 = bias != nullptr && col + 1 < problem.N ? bias[col + 1] : 0.0f;
-    store_accumulator_pair(y, problem.M, problem.N, row, col, 1.0f, 0.0f, acc[4 * j] + b0,
-                           acc[4 * j + 1] + b1, aligned);
-    store_accumulator_pair(y, problem.M, problem.N, row + 8, col, 1.0f, 0.0f, acc[4 * j + 2] + b0,
-                           acc[4 * j + 3] + b1, aligned);
+    const float2 b = bias_pair(bias, problem.N, col);
+    store_output_tile(acc + 4 * j, b, problem, y, row, col, aligned);
   }
 #else
   // Built for a GPU without wgmma: the launchers never start this kernel there
