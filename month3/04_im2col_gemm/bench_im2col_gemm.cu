@@ -8,6 +8,9 @@
 //                                                   (its reference solution)
 //   conv_fp32/m3_04_im2col_cublas/solution/<layer>  im2col + cublasSgemmStridedBatched
 //   conv_fp32/m3_04_im2col_cublas/exercise/<layer>  yours
+//   conv_fp32/cublas_gemm_alone/<layer>             the baseline: the cuBLAS path's GEMMs
+//                                                   alone, on an X_col made once, untimed:
+//                                                   the cuBLAS path if im2col were free
 //   conv_fp32/m3_04_im2col_sgemm/solution/<layer>   im2col + the m2.05 SGEMM + permute
 //   conv_fp32/m3_04_im2col_sgemm/exercise/<layer>   yours (with your m2.05, unless
 //                                                   -DCOURSE_EARLIER_KERNELS=solution)
@@ -22,7 +25,7 @@
 //   blowup      xcol_bytes / x_bytes: the R S / stride^2 price of im2col
 //   workspace_bytes  what conv2d_im2col_workspace_bytes asks for (sgemm: X_col + Y_tmp)
 // (./course bench's table shows each row's speedup over the step above it: cuBLAS over m3.03,
-// the m2.05 path over cuBLAS.)
+// the m2.05 path over cuBLAS; and each row's % of the GEMM alone.)
 //
 // The baselines a PyTorch user has, cuDNN through F.conv2d (cudnn.benchmark = True, TF32 off)
 // and F.unfold + matmul, are timed by bench_im2col_gemm_torch.py on the same layers;
@@ -30,6 +33,7 @@
 //
 //   ./build/month3/04_im2col_gemm/m3_04_im2col_gemm_bench --benchmark_filter=C128_28
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,6 +76,49 @@ course::ConvCall with_workspace(Launcher launcher, WorkspaceBytes bytes, Im2colG
   };
 }
 
+// The GEMMs of the cuBLAS path without the im2col that feeds them. Once X_col exists, the
+// convolution IS a 1 x 1 convolution: image n of X_col, [C R S][P Q], is an image of C R S
+// channels and P x Q pixels, and w, [K][C R S], is its 1 x 1 filter. So the row builds X_col
+// image by image (im2col of one image at a time: [N][C R S][P Q]) on its first call for a
+// layer's x (the untimed verification run) and keeps it; every call then hands that 1 x 1
+// convolution to conv2d_im2col_gemm, which multiplies it without a copy: the same 32 GEMMs of
+// K x P Q x C R S, in one cublasSgemmStridedBatched. x never changes while a row runs, so
+// every call still computes the whole convolution, and the row verifies like the others.
+course::ConvCall gemm_alone() {
+  struct Cache {
+    const float* x = nullptr;
+    course::ConvShape shape{};
+    course::DeviceBuffer<float> x_col{0};
+  };
+  auto cache = std::make_shared<Cache>();
+  return [=](const course::ConvShape& s, const float* x, const float* w, const float* bias,
+             float* y, cudaStream_t stream) {
+    namespace sol = course::solution;
+    if (!sol::conv2d_im2col_needs_copy(s)) {  // x already is X_col: the cuBLAS path itself
+      sol::conv2d_im2col_gemm(s, x, w, bias, y, Im2colGemm::cublas, nullptr, 0, stream);
+      return;
+    }
+    const std::int64_t image_floats = s.gemm_k() * s.P() * s.Q();
+    if (cache->x != x || course::to_string(cache->shape) != course::to_string(s)) {
+      CUDA_CHECK(cudaDeviceSynchronize());  // nothing may still use the old one
+      cache->x_col = course::DeviceBuffer<float>(static_cast<std::size_t>(image_floats * s.N));
+      for (int n = 0; n < s.N; ++n) {
+        sol::im2col(s, x, n, 1, cache->x_col.data() + n * image_floats, stream);
+      }
+      cache->x = x;
+      cache->shape = s;
+    }
+    course::ConvShape one_by_one;
+    one_by_one.N = s.N;
+    one_by_one.C = static_cast<int>(s.gemm_k());
+    one_by_one.H = s.P();
+    one_by_one.W = s.Q();
+    one_by_one.K = s.K;
+    sol::conv2d_im2col_gemm(one_by_one, cache->x_col.data(), w, bias, y, Im2colGemm::cublas,
+                            nullptr, 0, stream);
+  };
+}
+
 std::map<std::string, double> memory_counters(const course::ConvShape& s, Im2colGemm gemm) {
   const double x_bytes = 4.0 * static_cast<double>(s.input_elements());
   const double x_col_bytes =
@@ -107,6 +154,7 @@ int main(int argc, char** argv) {
                   with_workspace(ex::conv2d_im2col_gemm, ex::conv2d_im2col_workspace_bytes,
                                  Im2colGemm::cublas),
                   previous, counters(Im2colGemm::cublas)});
+  rows.push_back({"cublas_gemm_alone", gemm_alone()});
   rows.push_back({"m3_04_im2col_sgemm/solution",
                   with_workspace(sol::conv2d_im2col_gemm, sol::conv2d_im2col_workspace_bytes,
                                  Im2colGemm::sgemm_m205),
