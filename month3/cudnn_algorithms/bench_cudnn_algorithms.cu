@@ -230,12 +230,8 @@ std::vector<float> as_floats(const std::vector<Input>& values) {
 template <typename Input>
 std::string check_and_label(const course::bench::detail::ConvBenchProblem<Input>& problem,
                             const Precision& p, const std::vector<float>& y, std::string& error) {
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    if (!std::isfinite(y[i])) {
-      error = "output " + std::to_string(i) + " is inf or NaN (or never written)";
-      return "";
-    }
-  }
+  error = course::bench::detail::first_non_finite_output(y);
+  if (!error.empty()) return "";
   const course::Tolerance tolerance = course::conv_tolerance(problem.dtype, problem.shape.gemm_k());
   double worst = 0.0;  // the largest error, as a multiple of what the tolerance allows there
   for (std::size_t i = 0; i < problem.sampled.size(); ++i) {
@@ -280,9 +276,7 @@ void run_algorithm_row(benchmark::State& state, const ConvCase& layer, const Pre
     }
 
     // The fewest bytes: x and w read once, y written once, all in the precision's type.
-    const double bytes =
-        sizeof(Input) *
-        static_cast<double>(s.input_elements() + s.weight_elements() + s.output_elements());
+    const double bytes = course::bench::conv_min_bytes(s, sizeof(Input), sizeof(Input));
     course::bench::measure(state, course::bench::Work{bytes, s.flops(), label.c_str()}, run);
     state.counters["workspace_MiB"] = static_cast<double>(found.workspace_bytes) / (1 << 20);
   } catch (const std::exception& failure) {

@@ -4,7 +4,8 @@
 //     course::bench::register_conv_rows(
 //         "conv_fp32",
 //         {{"m3_03_naive/solution", course::solution::conv2d_direct_naive, ""},
-//          {"m3_03_tiled/solution", course::solution::conv2d_direct_tiled, "m3_03_naive/solution"}},
+//          {"m3_03_tiled/solution", course::solution::conv2d_direct_tiled,
+//          "m3_03_naive/solution"}},
 //         course::conv_resnet_layers());
 //     return course::bench::run_benchmarks(argc, argv);
 //   }
@@ -74,11 +75,12 @@ struct ConvRowOf {
 using ConvRow = ConvRowOf<float>;  // NCHW float32 (m3.03, m3.04)
 
 // The fewest DRAM bytes of one forward convolution: read x and w once (input_bytes each
-// element), write y once (float32).
-inline double conv_min_bytes(const ConvShape& s, double input_bytes = 4.0) {
+// element), write y once (output_bytes each: float32 for the course's kernels).
+inline double conv_min_bytes(const ConvShape& s, double input_bytes = 4.0,
+                             double output_bytes = 4.0) {
   return input_bytes *
              (static_cast<double>(s.input_elements()) + static_cast<double>(s.weight_elements())) +
-         4.0 * static_cast<double>(s.output_elements());
+         output_bytes * static_cast<double>(s.output_elements());
 }
 
 namespace detail {
@@ -106,26 +108,33 @@ const ConvBenchProblem<Input>& conv_bench_problem(const ConvCase& layer, ConvLay
     problem->x = x.device;
     problem->w = w.device;
     problem->sampled = conv_sample_outputs(s, layout);
-    problem->reference = reference_conv2d_outputs(s, layout, x.exact, w.exact, {}, problem->sampled);
+    problem->reference =
+        reference_conv2d_outputs(s, layout, x.exact, w.exact, {}, problem->sampled);
     entry = std::move(problem);
   }
   return *entry;
 }
 
-// An empty string when y (downloaded) passes, else what is wrong.
-template <typename Input>
-std::string check_conv_bench_result(const ConvBenchProblem<Input>& p, const std::vector<float>& y) {
+// An empty string when every output of y (downloaded) is finite, else which one is not.
+inline std::string first_non_finite_output(const std::vector<float>& y) {
   for (std::size_t i = 0; i < y.size(); ++i) {
     if (!std::isfinite(y[i])) {
       return "output " + std::to_string(i) + " is " +
              (course::is_poison(y[i]) ? "never written (still NaN)" : "inf or NaN");
     }
   }
+  return "";
+}
+
+// An empty string when y (downloaded) passes, else what is wrong.
+template <typename Input>
+std::string check_conv_bench_result(const ConvBenchProblem<Input>& p, const std::vector<float>& y) {
+  if (std::string problem = first_non_finite_output(y); !problem.empty()) return problem;
   std::vector<float> got(p.sampled.size());
   for (std::size_t i = 0; i < got.size(); ++i) got[i] = y[static_cast<std::size_t>(p.sampled[i])];
-  const VerifyResult check =
-      verify(got, p.reference, conv_tolerance(p.dtype, p.shape.gemm_k()));
-  if (!check) return std::string("sampled outputs (the [indices] count the sample): ") + check.message();
+  const VerifyResult check = verify(got, p.reference, conv_tolerance(p.dtype, p.shape.gemm_k()));
+  if (!check)
+    return std::string("sampled outputs (the [indices] count the sample): ") + check.message();
   return "";
 }
 
