@@ -19,17 +19,28 @@
 # The skeleton's CPU classes get no `cpu` label on purpose: `./course test` runs
 # `ctest -L '^(solution|cpu)$'`, and the skeleton's tests fail until you do the TODOs.
 #
-# Which Python runs them: of COURSE_PYTHON (set it with -DCOURSE_PYTHON=/path/to/python3), the
-# active virtual environment (VIRTUAL_ENV) or conda environment (CONDA_PREFIX), python3 on
-# PATH, the interpreter CMake found, and /usr/bin/python3, the first whose PyTorch is built
-# with CUDA, or else the first that can `import torch` (configure says which, and that its
-# CUDA tests will be skipped). If none can, the tests are still registered and report themselves
-# skipped, with the reason, never passed. Each test runs through common/python/run_python_tests.py,
-# which uses pytest when that interpreter has it, unittest otherwise, and exits with 77
-# (SKIP_RETURN_CODE) when every test was skipped. The tests find the course's Python harness
-# (common/python/course_harness) on PYTHONPATH and the build folder in COURSE_BUILD_DIR; the
-# interpreter's path is written to <build>/course_python/interpreter.txt, which
-# tools/run_benchmarks.py reads to run the Python benchmarks with the same Python.
+# Which Python runs them: COURSE_PYTHON when you set it (-DCOURSE_PYTHON=/path/to/python3) and
+# it can `import torch`; otherwise, of the active virtual environment (VIRTUAL_ENV) or conda
+# environment (CONDA_PREFIX), python3 on PATH, the interpreter CMake found, and
+# /usr/bin/python3, the first whose PyTorch is built with CUDA, or else the first that can
+# `import torch` (configure says which, and that its CUDA tests will be skipped, with the pip
+# command for a CUDA PyTorch). If none can, the tests are still registered and report
+# themselves skipped, with the reason, never passed.
+#
+# The choice follows the environment: ctest reads <build>/course_python/environment_check.cmake
+# before it runs any test, and when another virtual or conda environment is active than at
+# configure time (you activated one, or left it, or installed packages into it), it configures
+# again, which picks that environment's Python; if that fails, it prints the command to
+# configure yourself (cmake/CoursePythonEnvironment.cmake).
+# `cmake -S . -B build -DCOURSE_PYTHON=$(which python3)` fixes the choice whatever is active;
+# `cmake -S . -B build -UCOURSE_PYTHON` lets the environment choose again.
+#
+# Each test runs through common/python/run_python_tests.py, which uses pytest when that
+# interpreter has it, unittest otherwise, and exits with 77 (SKIP_RETURN_CODE) when every test
+# was skipped. The tests find the course's Python harness (common/python/course_harness) on
+# PYTHONPATH and the build folder in COURSE_BUILD_DIR; the interpreter's path is written to
+# <build>/course_python/interpreter.txt, which tools/run_benchmarks.py reads to run the
+# Python benchmarks with the same Python, and ./course doctor to say which Python the build uses.
 #
 # course_add_harness_python_tests(TESTS tests/test_x.py) registers the harness's own Python
 # tests (common/python/tests) as harness/python/<Class>, labelled harness;python and cpu or gpu.
@@ -42,8 +53,61 @@ set(COURSE_PYTHON_RUNNER "${PROJECT_SOURCE_DIR}/common/python/run_python_tests.p
 set(COURSE_PYTHON_PATH "${PROJECT_SOURCE_DIR}/common/python")
 
 
+include("${CMAKE_CURRENT_LIST_DIR}/CoursePythonEnvironment.cmake")
+
+# What the choice of Python depends on: COURSE_PYTHON when set, else the active environment
+# (and when its packages last changed).
+function(_course_python_key out_var)
+  if(COURSE_PYTHON)
+    set(${out_var} "COURSE_PYTHON=${COURSE_PYTHON}" PARENT_SCOPE)
+  else()
+    course_python_environment(environment)
+    set(${out_var} "${environment}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# The pip command for a CUDA PyTorch that matches this nvcc's CUDA major version, from
+# common/python/course_harness/requirements.py (the one place that knows PyTorch's indexes).
+function(_course_cuda_torch_command python out_var)
+  string(REGEX MATCH "^[0-9]+" major "${CMAKE_CUDA_COMPILER_VERSION}")
+  execute_process(
+    COMMAND "${python}" -c "import sys; sys.path.insert(0, sys.argv[1]); from course_harness import requirements; print(requirements.cuda_torch_install_command(int(sys.argv[2]) if sys.argv[2] else None))"
+            "${COURSE_PYTHON_PATH}" "${major}"
+    OUTPUT_VARIABLE command RESULT_VARIABLE result ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE
+    TIMEOUT 60)
+  if(NOT result EQUAL 0 OR NOT command)
+    set(command "python3 -m pip install torch (a CUDA build: see docs/setup.md)")
+  endif()
+  set(${out_var} "${command}" PARENT_SCOPE)
+endfunction()
+
+# The check ctest runs before the tests (see the top of this file and
+# cmake/CoursePythonEnvironment.cmake), written at every configure with the environment of
+# that configure in it.
+function(_course_write_environment_check)
+  set(script "${CMAKE_BINARY_DIR}/course_python/environment_check.cmake")
+  if(COURSE_PYTHON)
+    file(WRITE "${script}"
+         "# COURSE_PYTHON is set (${COURSE_PYTHON}): the Python tests use it whatever is active.\n")
+  else()
+    course_python_environment(environment)
+    course_python_environment_names(names)
+    file(WRITE "${script}"
+         "# Written by cmake/CoursePython.cmake at configure time; ctest includes it before any test.\n"
+         "set(COURSE_PYTHON_ENVIRONMENT_THEN [==[${environment}]==])\n"
+         "set(COURSE_PYTHON_ENVIRONMENT_THEN_NAMES [==[${names}]==])\n"
+         "set(COURSE_PYTHON_CMAKE_COMMAND [==[${CMAKE_COMMAND}]==])\n"
+         "set(COURSE_PYTHON_SOURCE_DIR [==[${CMAKE_SOURCE_DIR}]==])\n"
+         "set(COURSE_PYTHON_BUILD_DIR [==[${CMAKE_BINARY_DIR}]==])\n"
+         "include([==[${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CoursePythonEnvironment.cmake]==])\n")
+  endif()
+  set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
+endfunction()
+_course_write_environment_check()
+
 # Finds a Python that can import torch, once per configure (and reuses the previous
-# configure's answer while COURSE_PYTHON is unchanged: importing torch takes seconds).
+# configure's answer while COURSE_PYTHON and the environment are unchanged: importing torch
+# takes seconds).
 # Sets the global properties COURSE_TORCH_PYTHON (empty when none has torch) and
 # COURSE_ANY_PYTHON (an interpreter to run the runner with even so).
 function(_course_find_torch_python)
@@ -77,7 +141,7 @@ function(_course_find_torch_python)
   set_property(GLOBAL PROPERTY COURSE_ANY_PYTHON "${any_python}")
 
   # The answer depends on COURSE_PYTHON and on the environment active at configure time.
-  set(key "${COURSE_PYTHON};$ENV{VIRTUAL_ENV};$ENV{CONDA_PREFIX}")
+  _course_python_key(key)
   if(COURSE_TORCH_PYTHON_FOUND AND EXISTS "${COURSE_TORCH_PYTHON_FOUND}"
      AND "${COURSE_TORCH_PYTHON_KEY}" STREQUAL "${key}")
     set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON "${COURSE_TORCH_PYTHON_FOUND}")
@@ -96,6 +160,10 @@ function(_course_find_torch_python)
     if(result EQUAL 0 AND NOT chosen)
       set(chosen "${candidate}")
       set(chosen_about "${about}")
+      # A COURSE_PYTHON you set wins, with or without CUDA: it is your choice.
+      if(candidate STREQUAL COURSE_PYTHON)
+        break()
+      endif()
     endif()
     # A PyTorch built with CUDA wins over an earlier CPU-only one.
     if(result EQUAL 0 AND about MATCHES ", CUDA ")
@@ -114,18 +182,33 @@ function(_course_find_torch_python)
     set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON "${chosen}")
     message(STATUS "Python tests: ${chosen} (${chosen_about})")
     if(chosen_about MATCHES "no CUDA")
-      message(STATUS "Python tests: this PyTorch has no CUDA, so the CUDA tests (m1.05) will "
-                     "report themselves skipped. For them, activate an environment with a CUDA "
-                     "PyTorch and configure again, or -DCOURSE_PYTHON=/path/to/python3")
+      _course_cuda_torch_command("${chosen}" install)
+      set(where "in a virtual or conda environment and activate it")
+      foreach(variable IN ITEMS VIRTUAL_ENV CONDA_PREFIX)
+        if(NOT "$ENV{${variable}}" STREQUAL "" AND chosen MATCHES "^$ENV{${variable}}/")
+          set(where "into this environment (${variable}=$ENV{${variable}}) in place of this one")
+          # pip keeps an installed torch ("already satisfied") unless it goes first.
+          set(install "python3 -m pip uninstall -y torch && ${install}")
+        endif()
+      endforeach()
+      message(STATUS "Python tests: this PyTorch has no CUDA, so the CUDA tests (m1.05 on) will "
+                     "report themselves skipped. For them, install a CUDA PyTorch ${where}: "
+                     "${install}. The next ctest picks it.")
     endif()
     return()
   endif()
   unset(COURSE_TORCH_PYTHON_FOUND CACHE)
   set_property(GLOBAL PROPERTY COURSE_TORCH_PYTHON "")
   string(REPLACE ";" ", " tried "${candidates}")
+  set(install "python3 -m pip install torch")
+  if(any_python)
+    _course_cuda_torch_command("${any_python}" install)
+  endif()
   message(STATUS "Python tests: no Python with PyTorch found (tried: ${tried}); they will "
-                 "report themselves skipped. Install PyTorch (Debian/Ubuntu: python3-torch) or "
-                 "configure with -DCOURSE_PYTHON=/path/to/python3.")
+                 "report themselves skipped. Install a CUDA PyTorch in a virtual or conda "
+                 "environment and activate it (${install}; the next ctest picks it), or "
+                 "Debian/Ubuntu's python3-torch (CPU only), or configure with "
+                 "-DCOURSE_PYTHON=/path/to/python3.")
 endfunction()
 
 # The "class SomethingTest(" names in one test file (a new class re-runs the configure step).

@@ -5,8 +5,13 @@ Where progress is kept: every grade writes its verdict to <build>/course_progres
 with a digest of the files you edit (the files of the exercise folder that have a twin in
 solutions/). An exercise is
   done         when its last grade passed, with the files as they are now;
+  done here    when every test this machine can run passed, and the others were skipped because
+               the machine lacks what they need ("needs compute capability 9.0 ...");
+  blocked      when tests were skipped for something you can fix ("...; to fix: <command>"):
+               the command is shown, and the path goes on;
   started      when it was graded, or one of its files differs from git's version (HEAD);
   not started  otherwise.
+A bonus exercise (its lesson's title says "(bonus)") never holds up the path.
 Deleting the build folder forgets the grades (not your code). The hints you have seen are
 counted in the same folder.
 """
@@ -61,6 +66,27 @@ class Exercise:
     @property
     def lesson(self):
         return self.folder / "README.md"
+
+    def lesson_head(self, lines=15):
+        try:
+            return (ROOT / self.lesson).read_text(errors="replace").splitlines()[:lines]
+        except OSError:
+            return []
+
+    @property
+    def bonus(self):
+        """A bonus exercise: its lesson's title says "(bonus)"."""
+        head = self.lesson_head(1)
+        return bool(head) and "(bonus)" in head[0]
+
+    @property
+    def needs(self):
+        """What the exercise needs from the machine: its lesson's "**Needs:**" line."""
+        for line in self.lesson_head():
+            match = re.match(r"\*\*Needs:\*\*\s*(.+)", line.strip())
+            if match:
+                return match.group(1).strip()
+        return ""
 
     def learner_files(self):
         """The files you edit: those with a reference twin under solutions/."""
@@ -210,17 +236,24 @@ def changed_from_git(exercise):
     return result.returncode == 1
 
 
+# What the grade's result makes of an exercise whose files are as they were when graded.
+SETTLED_STATES = {"passed": "done", "done here": "done here", "blocked": "blocked"}
+# States that let the path go on to the next exercise.
+MOVES_ON = {"done", "done here", "blocked"}
+
+
 def state_of(exercise):
     grade = last_grade(exercise)
-    if grade and grade.get("result") == "passed" and grade.get("files_digest") == files_digest(exercise):
-        return "done"
+    if grade and grade.get("result") in SETTLED_STATES and grade.get("files_digest") == files_digest(exercise):
+        return SETTLED_STATES[grade["result"]]
     if grade or changed_from_git(exercise):
         return "started"
     return "not started"
 
 
 def first_unfinished(exercises):
-    return next((e for e in exercises if state_of(e) != "done"), None)
+    """The next exercise on the path: not done (here), not blocked, not a bonus."""
+    return next((e for e in exercises if not e.bonus and state_of(e) not in MOVES_ON), None)
 
 
 # ---------------------------------------------------------------------------- grading
@@ -288,11 +321,43 @@ def skip_reason(output):
     return "skipped (no reason given)"
 
 
-def record_grade(exercise, result, results, seconds):
+# How a skipped test says why (course/requirements.h and course_harness/requirements.py word
+# them): this machine lacks something, or the learner can fix something with a command.
+MACHINE_LIMIT = re.compile(r"needs compute capability \d+\.\d+|needs \d+ KiB of shared memory per block")
+FIXABLE = re.compile(r";\s*to fix:\s*(.+?)\s*$")
+
+
+def classify_skips(reasons):
+    """(machine, fixable, other): the skip reasons this machine cannot meet; those with a
+    fix, as (reason, command); and the rest (no GPU at all, a reason without a fix)."""
+    machine, fixable, other = [], [], []
+    for reason in reasons:
+        fix = FIXABLE.search(reason)
+        if fix:
+            fixable.append((reason[:fix.start()].strip(), fix.group(1)))
+        elif MACHINE_LIMIT.search(reason):
+            machine.append(reason)
+        else:
+            other.append(reason)
+    return machine, fixable, other
+
+
+def machine_needs(reasons):
+    """'compute capability 9.0' and the like, from "needs ..." skip reasons, in order."""
+    needs = []
+    for reason in reasons:
+        match = MACHINE_LIMIT.search(reason)
+        what = match.group(0)[len("needs "):] if match else reason
+        if what not in needs:
+            needs.append(what)
+    return needs
+
+
+def record_grade(exercise, result, results, seconds, **details):
     counts = {status: sum(1 for r in results if r.status == status) for status in ("passed", "failed", "skipped")}
     record = {"exercise": exercise.id, "result": result, **counts, "seconds": round(seconds, 1),
               "when": datetime.datetime.now().isoformat(timespec="seconds"),
-              "files_digest": files_digest(exercise)}
+              "files_digest": files_digest(exercise), **details}
     (progress_dir() / f"{exercise.id}.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
@@ -334,10 +399,28 @@ def grade(exercise, verbose=False, only=None):
               f"(in {exercise.folder}/) [{seconds:.0f}s]")
         return False
     if skipped:
-        record(exercise, "skipped", results, seconds)
-        print(f"{exercise.title}: NOT GRADED, {len(skipped)} of {len(results)} tests were skipped: "
-              f"{'; '.join(skip_reasons)} [{seconds:.0f}s]")
-        return False
+        machine, fixable, other = classify_skips(skip_reasons)
+        if other:
+            record(exercise, "skipped", results, seconds, skip_reasons=skip_reasons)
+            print(f"{exercise.title}: NOT GRADED, {len(skipped)} of {len(results)} tests were skipped: "
+                  f"{'; '.join(skip_reasons)} [{seconds:.0f}s]")
+            return False
+        if fixable:
+            blocked = [{"reason": reason, "fix": fix} for reason, fix in fixable]
+            record(exercise, "blocked", results, seconds, skip_reasons=skip_reasons, blocked=blocked)
+            print(f"{exercise.title}: BLOCKED, {len(skipped)} of {len(results)} tests were skipped "
+                  f"for something you can fix [{seconds:.0f}s]")
+            for item in blocked:
+                print(f"  {item['reason']}\n    to fix: {item['fix']}")
+            print("  then grade it again; the path goes on meanwhile.")
+            return True
+        needs = machine_needs(machine)
+        record(exercise, "done here", results, seconds, skip_reasons=skip_reasons, needs=needs)
+        print(f"{exercise.title}: DONE ON THIS MACHINE, {len(passed)} tests pass; {len(skipped)} "
+              f"need {', '.join(needs)}, which this machine does not have [{seconds:.0f}s]")
+        for reason in machine:
+            print(f"  skipped: {reason}")
+        return True
     record(exercise, "passed", results, seconds)
     print(f"{exercise.title}: PASSED, all {len(passed)} tests [{seconds:.0f}s]")
     return True
@@ -373,23 +456,37 @@ def command_status(args, exercises):
         if exercise.month != month:
             month = exercise.month
             print(f"Month {month}  (month{month}/README.md)")
-        mark = {"done": "[x]", "started": "[~]", "not started": "[ ]"}[state]
+        mark = {"done": "[x]", "done here": "[x]", "blocked": "[!]", "started": "[~]",
+                "not started": "[ ]"}[state]
         note = ""
-        grade_record = last_grade(exercise)
-        if state == "started" and grade_record:
+        grade_record = last_grade(exercise) or {}
+        if state == "done here":
+            note = f"{grade_record.get('skipped', 0)} tests need {', '.join(grade_record.get('needs', []))}"
+        elif state == "blocked":
+            note = "; ".join(f"{item['reason']}; to fix: {item['fix']}"
+                             for item in grade_record.get("blocked", []))
+        elif state == "started" and grade_record:
             note = f"last grade: {grade_record['result']}"
-            if grade_record["result"] == "passed":
+            if grade_record["result"] in SETTLED_STATES:
                 note += ", files changed since"
             elif grade_record.get("failed"):
                 note += f", {grade_record['failed']} of {grade_record['failed'] + grade_record['passed'] + grade_record['skipped']} tests fail"
-        print(f"  {mark} {exercise.title:30} {state:12} {note}".rstrip())
-    done = sum(1 for _, state in states if state == "done")
+            elif grade_record.get("skip_reasons"):
+                note += f" ({'; '.join(grade_record['skip_reasons'])})"
+        title = exercise.title + (" (bonus)" if exercise.bonus else "")
+        print(f"  {mark} {title:38} {state:12} {note}".rstrip())
+        if exercise.needs:
+            print(f"      needs: {exercise.needs}")
+    done = sum(1 for _, state in states if state in ("done", "done here"))
     width = 30
     filled = round(width * done / len(states)) if states else 0
     print(f"\n[{'#' * filled}{'.' * (width - filled)}] {done} of {len(states)} done")
-    following = next((e for e, state in states if state != "done"), None)
+    blocked = [e for e, state in states if state == "blocked"]
+    if blocked:
+        print(f"Blocked, each with its fix above: {', '.join(e.short for e in blocked)}")
+    following = first_unfinished(exercises)
     if following is None:
-        print("Every exercise is done.")
+        print("Every exercise is done." if not blocked else "Every other exercise is done.")
     else:
         print(f"Next: {following.title}\n  read   {following.lesson}\n"
               f"  edit   {', '.join(rel.as_posix() for rel in following.learner_files())}\n"
@@ -511,8 +608,18 @@ def benchmark_targets(name, exercises):
 
 def command_bench(args, exercises):
     chosen = [benchmark_targets(name, exercises) for name in args.exercises]
+    sys.path.insert(0, str(ROOT / "tools"))
+    import run_benchmarks  # the runner; imported here, as it is only needed to benchmark
+    missing = run_benchmarks.gpu_missing_reason()
+    if missing:  # before building: a benchmark needs a GPU to time anything
+        print(f"course bench: {missing}; a benchmark times kernels on a GPU, so there is "
+              "nothing to run here (./course grade works without one)", file=sys.stderr)
+        return 2
     runner = [sys.executable, str(ROOT / "tools" / "run_benchmarks.py"),
               "--build-dir", str(build_dir()), "--root", str(ROOT)]
+    if args.record and os.environ.get("COURSE_COMPUTE_CAPABILITY"):
+        raise UsageError("--record writes the committed results of the real GPU; unset "
+                         "COURSE_COMPUTE_CAPABILITY (an emulated GPU's rows go to the build folder)")
     if args.record:
         # The committed tables describe the reference solutions: your rows stay out.
         runner += ["--results-dir", str(ROOT / "docs" / "results")]
@@ -558,6 +665,14 @@ def command_check(args, exercises):
     return run_course_check(*(["--gpu"] if args.gpu else []))
 
 
+# ---------------------------------------------------------------------------- doctor
+
+def command_doctor(args, exercises):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import doctor  # tools/doctor.py: what this machine has, and the fix for what it lacks
+    return doctor.main([])
+
+
 # ---------------------------------------------------------------------------- main
 
 def parser():
@@ -601,6 +716,8 @@ def parser():
     sub.add_argument("filter", nargs="?", help="only tests whose name matches this regular expression")
     sub = add("check", command_check, "check the course itself (--gpu: skeletons fail, solutions pass)")
     sub.add_argument("--gpu", action="store_true")
+    add("doctor", command_doctor, "what this machine has for the course (GPU, CUDA, PyTorch, tools), "
+        "each line OK or the command that fixes it")
     add("help", None, "this help")
     return main
 

@@ -9,6 +9,8 @@ horizontal bars, one bar per implementation and size, in the order of the table:
 TFLOP/s for the GEMMs, each labelled with its share of the library baseline (cuBLAS) at
 that size; GB/s for the memory-bound kernels, with the DRAM's theoretical peak as a dashed
 line. The numbers are the JSON's, as tools/run_benchmarks.py writes it; nothing is typed in.
+A row without a time has no bar but its name and why: "not runnable on this GPU" or "error"
+(the table's note column gives the reason).
 Needs matplotlib (pip install matplotlib); without it nothing is drawn and it says so.
 """
 import argparse
@@ -16,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from run_benchmarks import BASELINES, split_name, table_rows
+from run_benchmarks import BASELINES, NOT_RUNNABLE, OK, row_status, split_name, table_rows
 
 
 def have_matplotlib():
@@ -28,16 +30,21 @@ def have_matplotlib():
 
 
 def families(data):
-    """{family: {"metric": "TFLOPS" | "GBps", "impls": [...], "sizes": [...], "values": {(impl, size): v}}}"""
+    """{family: {"metric": "TFLOPS" | "GBps", "impls": [...], "sizes": [...], "values": {(impl, size): v},
+    "untimed": {(impl, size): "not runnable on this GPU" | "error"}}}"""
     found = {}
     for row in table_rows(data):  # the medians, as the tables show them
         family, impl, size = split_name(row["name"])
-        entry = found.setdefault(family, {"impls": [], "sizes": [], "rows": {}})
+        entry = found.setdefault(family, {"impls": [], "sizes": [], "rows": {}, "untimed": {}})
         if impl not in entry["impls"]:
             entry["impls"].append(impl)
         if size not in entry["sizes"]:
             entry["sizes"].append(size)
-        entry["rows"][(impl, size)] = row
+        status = row_status(row)
+        if status == OK:
+            entry["rows"][(impl, size)] = row
+        else:
+            entry["untimed"][(impl, size)] = "not runnable on this GPU" if status == NOT_RUNNABLE else "error"
     for entry in found.values():
         entry["metric"] = "TFLOPS" if any("TFLOPS" in r for r in entry["rows"].values()) else "GBps"
         entry["values"] = {key: float(row[entry["metric"]]) for key, row in entry["rows"].items()
@@ -69,6 +76,10 @@ def draw(json_path):
         for s, size in enumerate(sizes):
             ys, widths, labels = [], [], []
             for i, impl in enumerate(impls):
+                if (impl, size) in panel["untimed"]:  # no bar: its name and why
+                    axis.text(0, i + s * bar, f" {size}: {panel['untimed'][(impl, size)]}", va="center",
+                              fontsize=7, color="grey")
+                    continue
                 if (impl, size) not in values:
                     continue
                 value = values[(impl, size)]
@@ -90,7 +101,9 @@ def draw(json_path):
         if panel["metric"] == "GBps" and peak:
             axis.axvline(float(peak), color="grey", linestyle="--", linewidth=1)
             axis.text(float(peak), -0.6, " theoretical DRAM peak", fontsize=7, color="grey")
-        axis.set_xlim(0, max(list(values.values()) + [float(peak or 0) if panel["metric"] == "GBps" else 0]) * 1.35)
+        # At least some width: a panel whose rows all lack a time still shows their names.
+        axis.set_xlim(0, max(list(values.values()) + [float(peak or 0) if panel["metric"] == "GBps" else 0])
+                      * 1.35 or 1.0)
         axis.set_title(family, fontsize=9, loc="left")
         axis.legend(fontsize=7, loc="lower right")
         axis.tick_params(axis="x", labelsize=7)

@@ -28,11 +28,29 @@ benchmark that times the median itself writes its rows as plain iteration rows a
 "statistic": "median" in its context. The table takes a file's median aggregates where
 it has them, otherwise its iteration rows, and says under each heading which statistic
 that is (a file without the key is an old one, of means).
+
+Rows without a time are shown, never dropped, with a note saying why:
+- "not runnable on this GPU: <reason>": the row needs more than this GPU has (a newer
+  compute capability, more shared memory per block than it allows). The C++ benchmarks
+  (course::bench::not_runnable, course/benchmark.h) and the Python ones
+  (benchmarking.NOT_RUNNABLE) report such a row as skipped with that prefix. It is not a
+  failure.
+- "ERROR: <message>": the row failed (a wrong result, a failed call, a crash in one of its
+  repetitions). The run then exits with status 1.
+Neither kind enters a ratio: no "% of" or "speedup" is computed from or against them.
+
+Before anything runs it checks that this machine has an NVIDIA GPU (gpu_missing_reason(),
+which ./course bench also asks before it builds) and exits with status 2 and the reason when
+it has none. A benchmark the build left out (cuDNN's table without cuDNN) has a note in
+<build>/benchmarks_not_built/<name>.txt, written by CMake: asked for by --filter, it prints
+the note (what is missing and how to get it) and exits with status 3, as it does when no
+benchmark matches the filter; it never writes a report of nothing.
 """
 import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,19 +65,84 @@ LADDER_WHO = ("solution", "exercise")
 # The JSON context key that names the statistic of a file's rows ("median"), written by the
 # C++ benchmarks and the Python ones alike.
 STATISTIC_KEY = "statistic"
+# The start of the error message of a row this GPU cannot run, followed by the reason: the
+# C++ benchmarks' course::bench::kNotRunnablePrefix and the Python ones' benchmarking.NOT_RUNNABLE.
+NOT_RUNNABLE_PREFIX = "not runnable on this GPU: "
+# What a table row is: timed, not runnable on this GPU, or failed.
+OK, NOT_RUNNABLE, ERROR = "ok", "not runnable", "error"
+# Where CMake leaves a note for each benchmark it could not build: <build>/<this>/<name>.txt.
+NOT_BUILT_DIR = "benchmarks_not_built"
+# Exit statuses besides 0 and 1 (some row failed).
+NO_GPU = 2       # no NVIDIA GPU here (the benchmark programs' own status for it)
+NOTHING_RUN = 3  # what --filter asks for was not built, or matches nothing
+
+
+def row_status(row):
+    """OK for a timed row; NOT_RUNNABLE for a row this GPU cannot run; ERROR for a failed one."""
+    if not row.get("error_occurred"):
+        return OK
+    return NOT_RUNNABLE if str(row.get("error_message", "")).startswith(NOT_RUNNABLE_PREFIX) else ERROR
+
+
+def row_note(row):
+    """Why a row has no time: "not runnable on this GPU: <reason>" or "ERROR: <message>";
+    "" for a timed row."""
+    status = row_status(row)
+    message = " ".join(str(row.get("error_message", "")).split())  # one line
+    if status == NOT_RUNNABLE:
+        return message
+    if status == ERROR:
+        return f"ERROR: {message or 'no message'}"
+    return ""
+
+
+def _median_run(runs):
+    ordered = sorted(runs, key=lambda row: float(row.get("real_time", 0.0)))
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def table_rows(data):
-    """The rows a table shows: the median aggregates of the repetitions where the file has
-    them (a C++ benchmark's rows), else its iteration rows (one run each, as a Python
-    benchmark writes them); rows that failed are left out. Each row's name is its run_name,
-    without Google Benchmark's _median suffix."""
-    benchmarks = data.get("benchmarks", [])
-    medians = [row for row in benchmarks
-               if row.get("run_type") == "aggregate" and row.get("aggregate_name") == "median"]
-    chosen = medians or [row for row in benchmarks if row.get("run_type", "iteration") == "iteration"]
-    return [dict(row, name=row.get("run_name", row["name"])) for row in chosen
-            if not row.get("error_occurred")]
+    """The rows a table shows, one per row name (Google Benchmark's run_name, without its
+    _median suffix), in the order of the file: the median aggregate of the repetitions where
+    the file has it (a C++ benchmark's rows), else its iteration rows (one run each, as a
+    Python benchmark writes them). A row that failed in any repetition is there too, as one
+    row with error_occurred and the first error_message (and in how many repetitions, when
+    not in all): Google Benchmark writes no aggregate for it, only its repetitions. A row not
+    runnable on this GPU is such a row, whose message starts with NOT_RUNNABLE_PREFIX."""
+    found = {}  # run_name -> {"median": row or None, "runs": [iteration rows]}, in file order
+    for row in data.get("benchmarks", []):
+        name = row.get("run_name", row.get("name", ""))
+        entry = found.setdefault(name, {"median": None, "runs": []})
+        if row.get("run_type", "iteration") == "aggregate":
+            if row.get("aggregate_name") == "median":
+                entry["median"] = row
+        else:
+            entry["runs"].append(row)
+    shown = []
+    for name, entry in found.items():
+        runs, median = entry["runs"], entry["median"]
+        errors = [row for row in runs if row.get("error_occurred")]
+        if errors:
+            first = errors[0]
+            message = str(first.get("error_message", ""))
+            if len(errors) < len(runs):
+                message += f" (in {len(errors)} of {len(runs)} repetitions)"
+                if message.startswith(NOT_RUNNABLE_PREFIX):  # a row ran, then was not runnable
+                    message = message[len(NOT_RUNNABLE_PREFIX):]
+            kept = {key: first[key] for key in ("label", "time_unit", "run_type", "family_index",
+                                                "per_family_instance_index") if key in first}
+            shown.append(dict(kept, name=name, run_name=name, error_occurred=True,
+                              error_message=message, real_time=0.0))
+        elif median is not None:
+            shown.append(dict(median, name=name))
+        elif runs:
+            shown.append(dict(_median_run(runs), name=name))
+    return shown
+
+
+def timed_rows(data):
+    """table_rows(data) less the rows without a time (not runnable, failed)."""
+    return [row for row in table_rows(data) if row_status(row) == OK]
 
 
 def statistic(data):
@@ -73,13 +156,87 @@ def gpu_slug(name):
     return slug or "unknown-gpu"
 
 
+def _proc_gpu_names(root=Path("/")):
+    """The GPU models the NVIDIA driver lists in /proc/driver/nvidia/gpus/*/information."""
+    names = []
+    for info in sorted((root / "proc/driver/nvidia/gpus").glob("*/information")):
+        try:
+            for line in info.read_text(errors="replace").splitlines():
+                if line.startswith("Model:"):
+                    names.append(line.split(":", 1)[1].strip())
+        except OSError:
+            continue
+    return names
+
+
 def detect_gpu():
+    """The name of GPU 0 (nvidia-smi, else the driver's /proc files), or None."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True,
+                             timeout=60)
         return out.stdout.strip().splitlines()[0]
-    except (OSError, subprocess.CalledProcessError, IndexError):
+    except (OSError, subprocess.SubprocessError, IndexError):
+        names = _proc_gpu_names()
+        return names[0] if names else None
+
+
+def gpu_missing_reason(*, which=shutil.which, run=subprocess.run, root=Path("/")):
+    """None when this machine has an NVIDIA GPU that CUDA programs can use; otherwise the
+    reason, one line. It asks `nvidia-smi -L`, and where there is no nvidia-smi, the driver's
+    files (/dev/nvidia0, /proc/driver/nvidia/gpus); it imports nothing and takes at most a few
+    seconds, so it can be asked before anything is built. (which, run and root are for the
+    tests.)"""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and (visible.strip() == "" or visible.strip().startswith("-1")):
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from CUDA programs"
+    smi = which("nvidia-smi")
+    if smi:
+        try:
+            result = run([smi, "-L"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=60)
+        except subprocess.TimeoutExpired:
+            return "nvidia-smi -L did not answer within 60 seconds (the NVIDIA driver is not responding)"
+        except OSError as error:
+            return f"nvidia-smi could not run ({error})"
+        lines = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
+        if result.returncode == 0 and any(line.startswith("GPU ") for line in lines):
+            return None
+        said = lines[0] if lines else f"exit status {result.returncode}"
+        return f"nvidia-smi finds no usable NVIDIA GPU ({said})"
+    if (root / "dev/nvidia0").exists() or _proc_gpu_names(root):
         return None
+    if (root / "proc/driver/nvidia").exists():
+        return "the NVIDIA driver is loaded but lists no GPU (/proc/driver/nvidia/gpus is empty)"
+    return ("no NVIDIA GPU on this machine: no nvidia-smi, no /dev/nvidia0 and no NVIDIA driver "
+            "(/proc/driver/nvidia)")
+
+
+def emulated_compute_capability():
+    """COURSE_COMPUTE_CAPABILITY ("8.6"), or "" when unset: the benchmarks then check rows as
+    on a GPU of that compute capability (course/requirements.h), so their results go to a
+    folder of their own, never over this GPU's."""
+    return os.environ.get("COURSE_COMPUTE_CAPABILITY", "").strip()
+
+
+def results_slug(gpu_name):
+    """The results folder's name: gpu_slug, with "-as-cc-8-6" under COURSE_COMPUTE_CAPABILITY=8.6."""
+    emulated = emulated_compute_capability()
+    return gpu_slug(gpu_name) + (f"-as-cc-{emulated.replace('.', '-')}" if emulated else "")
+
+
+def not_built(build_dir, name_filter=""):
+    """[(name, note)] for the benchmarks this build left out, whose name contains name_filter:
+    CMake writes <build>/benchmarks_not_built/<name>.txt with what is missing and how to get
+    it (month3/cudnn_algorithms without cuDNN), and removes it once the benchmark is built."""
+    found = []
+    for note in sorted((Path(build_dir) / NOT_BUILT_DIR).glob("*.txt")):
+        if name_filter in note.stem:
+            try:
+                found.append((note.stem, note.read_text(errors="replace").strip()))
+            except OSError:
+                continue
+    return found
 
 
 def find_cpp_benchmarks(build_dir, name_filter):
@@ -157,25 +314,42 @@ def to_microseconds(row):
     return float(row["real_time"]) * scale
 
 
+def _cell(text):
+    """Text for a Markdown table cell: one line, no column separator."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def markdown_table(data):
     rows = table_rows(data)
-    # Latency rows (month2/memory_hierarchy) add a column; other tables keep their shape.
+    # Latency rows (month2/memory_hierarchy) add a column, and rows without a time (not
+    # runnable on this GPU, failed) a note; other tables keep their shape.
     latency = any("latency_ns" in row for row in rows)
+    notes = any(row_status(row) != OK for row in rows)
     groups = {}
     for row in rows:
         family, impl, size = split_name(row["name"])
         groups.setdefault((family, size), []).append((impl, row))
     lines = []
     for (family, size), members in groups.items():
-        impls = dict(members)
-        baseline = next((b for b in BASELINES for impl in impls if impl == b or impl.startswith(b + "_")), None)
-        baseline_row = next((r for impl, r in members if baseline and (impl == baseline or impl.startswith(baseline + "_"))), None)
+        # Ratios only between rows that ran: a row without a time is no baseline, no previous
+        # step, and gets no ratio itself.
+        timed = [(impl, row) for impl, row in members if row_status(row) == OK]
+        baseline = next((b for b in BASELINES for impl, _ in timed if impl == b or impl.startswith(b + "_")), None)
+        baseline_row = next((r for impl, r in timed if baseline and (impl == baseline or impl.startswith(baseline + "_"))), None)
         previous = next(((impl, r) for impl, r in members if PREVIOUS.match(impl)), None)
         if not lines:
             lines.append("| benchmark | size | precision | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |"
-                         + (" latency (ns) |" if latency else ""))
-            lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if latency else ""))
+                         + (" latency (ns) |" if latency else "") + (" note |" if notes else ""))
+            lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if latency else "")
+                         + ("---|" if notes else ""))
         for index, (impl, row) in enumerate(members):
+            status = row_status(row)
+            if status != OK:
+                lines.append(
+                    f"| {family}/{impl} | {size} | {_cell(row.get('label', ''))} | "
+                    f"{'not runnable' if status == NOT_RUNNABLE else 'error'} |  |  |  |  |  |"
+                    + ("  |" if latency else "") + f" {_cell(row_note(row))} |")
+                continue
             key, value = rate(row)
             of_baseline = None
             if baseline_row is not None and key is not None and rate(baseline_row)[0] == key:
@@ -184,7 +358,7 @@ def markdown_table(data):
             compared = previous if impl in LADDER_WHO else None
             if "/" in impl:
                 compared = previous_ladder_step(members, index)
-            if compared is not None:
+            if compared is not None and row_status(compared[1]) == OK:
                 speedup = to_microseconds(compared[1]) / to_microseconds(row)
             baseline_label = f"{fmt(of_baseline)}% of {baseline}" if of_baseline is not None else ""
             speedup_label = f"{speedup:.2f}x over {compared[0]}" if speedup is not None else ""
@@ -192,8 +366,25 @@ def markdown_table(data):
                 f"| {family}/{impl} | {size} | {row.get('label', '')} | {fmt(to_microseconds(row), 1)} | "
                 f"{fmt(row.get('GBps'), 0)} | {fmt(row.get('peak_pct'))} | {fmt(row.get('TFLOPS'), 2)} | "
                 f"{baseline_label} | {speedup_label} |"
-                + (f" {fmt(row.get('latency_ns'))} |" if latency else ""))
+                + (f" {fmt(row.get('latency_ns'))} |" if latency else "") + ("  |" if notes else ""))
     return "\n".join(lines)
+
+
+def untimed_rows(data):
+    """[(row name, status, note)] for the rows of a file that have no time."""
+    return [(row["name"], row_status(row), row_note(row)) for row in table_rows(data)
+            if row_status(row) != OK]
+
+
+def untimed_summary(data):
+    """"2 rows not runnable on this GPU, 1 row failed", or "" when every row was timed."""
+    statuses = [status for _, status, _ in untimed_rows(data)]
+    parts = []
+    for status, words in ((NOT_RUNNABLE, "not runnable on this GPU"), (ERROR, "failed")):
+        count = statuses.count(status)
+        if count:
+            parts.append(f"{count} row{'s' if count != 1 else ''} {words}")
+    return ", ".join(parts)
 
 
 def write_report(out_dir, gpu_name, results):
@@ -201,7 +392,9 @@ def write_report(out_dir, gpu_name, results):
              "Written by `./course bench` (tools/run_benchmarks.py) from the JSON files beside this page;",
              "do not edit by hand. Every ratio compares rows measured in the same run of the same program.",
              "Times and rates are the median of repetitions, as each file's `statistic` says;",
-             "`% of peak` is the share of the theoretical DRAM bandwidth read from the device.", ""]
+             "`% of peak` is the share of the theoretical DRAM bandwidth read from the device.",
+             "A row without a time says why in its note: not runnable on this GPU (it needs more than",
+             "this GPU has), or the error it failed with; no ratio is computed from or against it.", ""]
     for name, data in results:
         context = data.get("context", {})
         parts.append(f"## {name}")
@@ -257,18 +450,44 @@ def main():
     parser.add_argument("--report-only", action="store_true", help="rebuild README.md from the JSON files")
     args = parser.parse_args()
 
+    build_dir = args.build_dir.resolve()
+    cpp_benchmarks, python_benchmarks, missing = [], [], []
+    if not args.report_only:
+        reason = gpu_missing_reason()
+        if reason:
+            print(f"run_benchmarks: {reason}; benchmarks need an NVIDIA GPU.", file=sys.stderr)
+            return NO_GPU
+        missing = not_built(build_dir, args.filter)
+        left_out = {name for name, _ in missing}  # a program of an older build, left behind
+        cpp_benchmarks = [path for path in find_cpp_benchmarks(build_dir, args.filter)
+                          if path.name[: -len("_bench")] not in left_out]
+        python_benchmarks = find_python_benchmarks(args.root, args.filter)
+        for name, note in missing:
+            print(f"run_benchmarks: {name} is not built here.\n{note}", file=sys.stderr)
+        if args.filter and not cpp_benchmarks and not python_benchmarks:
+            if not missing:
+                print(f"run_benchmarks: no benchmark program in {build_dir} matches '{args.filter}' "
+                      f"(is it built? ./course bench {args.filter} builds it first)", file=sys.stderr)
+            return NOTHING_RUN
+
     gpu = args.gpu_name or detect_gpu()
     if not gpu and not args.out_dir:
-        print("run_benchmarks: no NVIDIA GPU found (nvidia-smi); benchmarks need one.", file=sys.stderr)
-        return 2
-    out_dir = args.out_dir or (args.results_dir or args.root / "docs" / "results") / gpu_slug(gpu)
+        print("run_benchmarks: could not read the GPU's name (nvidia-smi); give it with --gpu-name",
+              file=sys.stderr)
+        return NO_GPU
+    out_dir = args.out_dir or (args.results_dir or args.root / "docs" / "results") / results_slug(gpu)
     out_dir.mkdir(parents=True, exist_ok=True)
+    emulated = emulated_compute_capability()
+    if emulated:
+        print(f"run_benchmarks: COURSE_COMPUTE_CAPABILITY={emulated}: rows are checked as on a GPU of compute "
+              f"capability {emulated} (and its shared memory per block); the results go to {out_dir}")
+        gpu = f"{gpu or out_dir.name}, checked as compute capability {emulated} (COURSE_COMPUTE_CAPABILITY)"
 
     failures = []
     ran = []
     if not args.report_only:
         exclude = [] if args.include_exercise else ["--benchmark_filter=-/exercise/"]
-        for binary in find_cpp_benchmarks(args.build_dir.resolve(), args.filter):
+        for binary in cpp_benchmarks:
             name = binary.name[: -len("_bench")]
             out = out_dir / f"{name}.json"
             print(f"== {binary.name}", flush=True)
@@ -277,8 +496,8 @@ def main():
             ran.append(out)
             if code != 0:
                 failures.append(f"{binary.name} exited with {code}")
-        python = torch_python(args.build_dir.resolve())
-        for script in find_python_benchmarks(args.root, args.filter):
+        python = torch_python(build_dir)
+        for script in python_benchmarks:
             out = out_dir / f"{python_benchmark_id(script)}.json"
             print(f"== {script.relative_to(args.root)}", flush=True)
             extra = ["--include-exercise"] if args.include_exercise else []
@@ -299,14 +518,27 @@ def main():
     for path in sorted(out_dir.glob("*.json")):
         results.append((path.stem, json.loads(path.read_text())))
     write_report(out_dir, gpu or out_dir.name, results)
+    failed_rows = []
     for path in ran if not args.report_only else []:
         data = json.loads(path.read_text())
         print(f"\n## {path.stem} ({STATISTIC_KEY}: {statistic(data)})\n\n{markdown_table(data)}")
+        summary = untimed_summary(data)
+        if summary:
+            print(f"\n{summary} (the note column says why)")
+        failed_rows += [f"{path.stem}: {name}: {note}" for name, status, note in untimed_rows(data)
+                        if status == ERROR]
     shown = out_dir.relative_to(args.root) if out_dir.is_relative_to(args.root) else out_dir
     print(f"\nrun_benchmarks: wrote {shown}/README.md" + (f" and {len(pictures)} picture(s)" if pictures else ""))
+    for name, _ in missing:  # asked for by name, a benchmark that is not built is a failure
+        if args.filter:
+            failures.append(f"{name} is not built here (what it needs is said above)")
+        else:
+            print(f"run_benchmarks: {name} is not built here (what it needs is said above)", file=sys.stderr)
     for failure in failures:
         print(f"run_benchmarks: {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    for row in failed_rows:
+        print(f"run_benchmarks: {row}", file=sys.stderr)
+    return 1 if failures or failed_rows else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "course/cuda_check.h"
 #include "course/device_buffer.h"
@@ -15,6 +17,8 @@ namespace course::bench {
 namespace {
 
 bool g_any_failed = false;
+// Why rows were not runnable on this GPU (a row runs once per repetition: a set).
+std::set<std::string> g_not_runnable;
 
 // Launches before timing: the first launch of a kernel pays for loading it.
 constexpr int kWarmupLaunches = 3;
@@ -44,8 +48,45 @@ const DeviceFacts& device() {
 }
 
 void fail(benchmark::State& state, const std::string& reason) {
+  // Google Benchmark takes one verdict per run: a row already marked keeps its first.
+  if (state.error_occurred()) return;
   g_any_failed = true;
   state.SkipWithError(reason.c_str());
+}
+
+void not_runnable(benchmark::State& state, const std::string& reason) {
+  if (state.error_occurred()) return;
+  g_not_runnable.insert(reason);
+  state.SkipWithError((std::string(kNotRunnablePrefix) + reason).c_str());
+}
+
+void fail(benchmark::State& state, const std::exception& error) {
+  if (dynamic_cast<const UnsupportedDevice*>(&error) != nullptr) {
+    not_runnable(state, error.what());
+  } else {
+    fail(state, std::string(error.what()));
+  }
+}
+
+bool runnable(benchmark::State& state, const std::string& shortfall) {
+  if (shortfall.empty()) return true;
+  not_runnable(state, shortfall);
+  return false;
+}
+
+benchmark::internal::Benchmark* register_row(const std::string& name,
+                                             std::function<void(benchmark::State&)> body,
+                                             Requirement requirement) {
+  return benchmark::RegisterBenchmark(
+      name.c_str(),
+      [body = std::move(body), requirement = std::move(requirement)](benchmark::State& state) {
+        try {
+          if (requirement && !runnable(state, requirement())) return;
+          body(state);
+        } catch (const std::exception& error) {
+          fail(state, error);
+        }
+      });
 }
 
 void measure(benchmark::State& state, Work work, const std::function<void(cudaStream_t)>& launch,
@@ -80,7 +121,7 @@ void measure(benchmark::State& state, Work work, const std::function<void(cudaSt
     }
     if (work.flops > 0) state.counters["TFLOPS"] = work.flops / mean_seconds / 1e12;
   } catch (const std::exception& error) {
-    fail(state, error.what());
+    fail(state, error);
   }
 }
 
@@ -96,12 +137,12 @@ void measure_memcpy(benchmark::State& state, std::int64_t float_count) {
     });
     state.SetItemsProcessed(state.iterations() * float_count);
   } catch (const std::exception& error) {
-    fail(state, error.what());
+    fail(state, error);
   }
 }
 
 void register_memcpy_baseline(const std::string& name, const std::vector<std::int64_t>& float_counts) {
-  auto* registered = benchmark::RegisterBenchmark(name.c_str(), [](benchmark::State& state) {
+  auto* registered = register_row(name, [](benchmark::State& state) {
     measure_memcpy(state, state.range(0));
   });
   registered->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -172,6 +213,12 @@ int run_benchmarks(int argc, char** argv) {
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
     return 1;
+  }
+  if (!g_not_runnable.empty()) {
+    std::fprintf(stderr,
+                 "%s: some rows are not runnable on this GPU (ERROR OCCURRED: '%s...' above, with "
+                 "the reason); they are not failures\n",
+                 argv[0], kNotRunnablePrefix);
   }
   if (g_any_failed) {
     std::fprintf(stderr, "%s: at least one benchmark row failed (see ERROR OCCURRED above)\n",

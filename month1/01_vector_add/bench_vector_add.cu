@@ -47,10 +47,10 @@ void bm_vector_add(benchmark::State& state) {
 const std::vector<std::int64_t> kSizes = {1 << 20, 1 << 24, 1 << 26, 1 << 28};
 
 void register_rows() {
-  for (auto* row : {benchmark::RegisterBenchmark("vector_add/exercise",
-                                                 bm_vector_add<course::exercise::vector_add>),
-                    benchmark::RegisterBenchmark("vector_add/solution",
-                                                 bm_vector_add<course::solution::vector_add>)}) {
+  for (auto* row : {course::bench::register_row("vector_add/exercise",
+                                                bm_vector_add<course::exercise::vector_add>),
+                    course::bench::register_row("vector_add/solution",
+                                                bm_vector_add<course::solution::vector_add>)}) {
     row->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
     for (std::int64_t n : kSizes) row->Arg(n);
   }

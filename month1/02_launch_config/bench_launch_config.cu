@@ -78,7 +78,7 @@ void run_row(benchmark::State& state, std::int64_t n, int threads, Verdicts& ver
       launch(inputs.a.data(), inputs.b.data(), c.data(), n, stream);
     });
   } catch (const std::exception& error) {
-    course::bench::fail(state, error.what());
+    course::bench::fail(state, error);
   }
 }
 
@@ -113,20 +113,20 @@ const std::vector<std::int64_t> kBlockSizes = {32, 64, 128, 256, 512, 1024};
 void register_rows() {
   course::bench::register_memcpy_baseline("vector_add/memcpy", kSizes);
   for (auto* row :
-       {benchmark::RegisterBenchmark("vector_add/step_m1_01_vector_add",
-                                     bm_vector_add<course::solution::vector_add>),
-        benchmark::RegisterBenchmark("vector_add/solution",
-                                     bm_vector_add<course::solution::vector_add_float4>),
-        benchmark::RegisterBenchmark("vector_add/exercise",
-                                     bm_vector_add<course::exercise::vector_add_float4>)}) {
+       {course::bench::register_row("vector_add/step_m1_01_vector_add",
+                                    bm_vector_add<course::solution::vector_add>),
+        course::bench::register_row("vector_add/solution",
+                                    bm_vector_add<course::solution::vector_add_float4>),
+        course::bench::register_row("vector_add/exercise",
+                                    bm_vector_add<course::exercise::vector_add_float4>)}) {
     row->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
     for (std::int64_t n : kSizes) row->Arg(n);
   }
   for (auto* row :
-       {benchmark::RegisterBenchmark("vector_add_grid_stride/solution",
-                                     bm_grid_stride<course::solution::vector_add_grid_stride>),
-        benchmark::RegisterBenchmark("vector_add_grid_stride/exercise",
-                                     bm_grid_stride<course::exercise::vector_add_grid_stride>)}) {
+       {course::bench::register_row("vector_add_grid_stride/solution",
+                                    bm_grid_stride<course::solution::vector_add_grid_stride>),
+        course::bench::register_row("vector_add_grid_stride/exercise",
+                                    bm_grid_stride<course::exercise::vector_add_grid_stride>)}) {
     row->ArgNames({"n", "threads"})->ArgsProduct({kSizes, kBlockSizes});
     row->UseManualTime()->Unit(benchmark::kMicrosecond);
   }

@@ -82,7 +82,7 @@ void run_row(benchmark::State& state, double matrix_passes, const Launch& launch
     });
     state.SetItemsProcessed(state.iterations() * rows * cols);
   } catch (const std::exception& error) {
-    course::bench::fail(state, error.what());
+    course::bench::fail(state, error);
   }
 }
 
@@ -109,7 +109,7 @@ void bm_unfused(benchmark::State& state) {
               course::solution::affine_gelu_unfused(x, w, b, y, scratch.data(), rows, cols, stream);
             });
   } catch (const std::exception& error) {
-    course::bench::fail(state, error.what());
+    course::bench::fail(state, error);
   }
 }
 
@@ -124,12 +124,12 @@ void bm_memcpy(benchmark::State& state) {
 const std::vector<std::vector<std::int64_t>> kShapes = {{16384, 8192}, {16384, 8191}};
 
 void register_rows() {
-  for (auto* row : {benchmark::RegisterBenchmark("affine_gelu/memcpy", bm_memcpy),
-                    benchmark::RegisterBenchmark("affine_gelu/unfused", bm_unfused),
-                    benchmark::RegisterBenchmark("affine_gelu/solution",
-                                                 bm_fused<course::solution::affine_gelu>),
-                    benchmark::RegisterBenchmark("affine_gelu/exercise",
-                                                 bm_fused<course::exercise::affine_gelu>)}) {
+  for (auto* row : {course::bench::register_row("affine_gelu/memcpy", bm_memcpy),
+                    course::bench::register_row("affine_gelu/unfused", bm_unfused),
+                    course::bench::register_row("affine_gelu/solution",
+                                                bm_fused<course::solution::affine_gelu>),
+                    course::bench::register_row("affine_gelu/exercise",
+                                                bm_fused<course::exercise::affine_gelu>)}) {
     row->ArgNames({"rows", "cols"})->UseManualTime()->Unit(benchmark::kMicrosecond);
     for (const auto& shape : kShapes) row->Args(shape);
   }

@@ -126,7 +126,7 @@ def print_table(rows, facts, args):
     print(f"{'row':<48} {'time (us)':>10} {'GB/s':>8} {'% of peak':>10}  vs PyTorch")
     for row in rows:
         if "error" in row:
-            print(f"{row['name']:<48} ERROR: {row['error']}")
+            print(f"{row['name']:<48} {benchmarking.describe_error(row)}")
             continue
         family = row["name"].split("/")[0]
         baseline = baselines.get(family)

@@ -97,7 +97,7 @@ void register_transpose_family(const std::string& family,
                                const std::vector<std::pair<std::string, BenchmarkFn>>& rows) {
   course::bench::register_memcpy_baseline(family + "/memcpy", kTransposeElements);
   for (const auto& [impl, function] : rows) {
-    auto* row = benchmark::RegisterBenchmark((family + "/" + impl).c_str(), function);
+    auto* row = course::bench::register_row(family + "/" + impl, function);
     row->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
     for (std::int64_t n : kTransposeElements) row->Arg(n);
   }

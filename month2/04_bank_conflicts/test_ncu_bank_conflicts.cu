@@ -13,7 +13,8 @@
 // ncu is looked for in $COURSE_NCU, on PATH, next to nvcc and where the installers put it
 // (/usr/local/cuda*/, /opt/nvidia/nsight-compute/*/). The test is skipped, with the reason,
 // when there is no GPU, no ncu, or ncu may not read the GPU's performance counters (by
-// default only root may: see README.md).
+// default only root may: see README.md). The last two are yours to fix, so those skips end
+// with "; to fix: <command>" (./course doctor checks both too).
 #include <gtest/gtest.h>
 #include <glob.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -85,6 +87,46 @@ std::string find_ncu() {
     if (!found.empty()) return found;
   }
   return "";
+}
+
+std::string sudo() { return geteuid() == 0 ? "" : "sudo "; }
+
+// The package of NVIDIA's CUDA repository that holds ncu for the toolkit this test was built
+// with, e.g. cuda-nsight-compute-12-6.
+std::string ncu_install_command() {
+  return sudo() + "apt-get install cuda-nsight-compute-" + std::to_string(CUDART_VERSION / 1000) +
+         "-" + std::to_string(CUDART_VERSION % 1000 / 10);
+}
+
+bool is_wsl() {
+  std::ifstream release("/proc/sys/kernel/osrelease");
+  std::string text;
+  std::getline(release, text);
+  return text.find("microsoft") != std::string::npos || text.find("Microsoft") != std::string::npos;
+}
+
+// Why this user may not read the performance counters, ending with the fix; "" when they may
+// (or the driver does not say: ncu will tell). /proc/driver/nvidia/params has
+// "RmProfilingAdminOnly: 1" when only root may.
+std::string counters_not_permitted(bool ncu_said_so) {
+  if (geteuid() == 0) return "";
+  std::ifstream params("/proc/driver/nvidia/params");
+  bool admin_only = false;
+  for (std::string line; std::getline(params, line);) {
+    if (line.rfind("RmProfilingAdminOnly:", 0) == 0) {
+      admin_only = line.find_first_of("123456789", 21) != std::string::npos;
+    }
+  }
+  if (!admin_only && !ncu_said_so) return "";
+  if (is_wsl()) {
+    return "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM); to fix: on "
+           "Windows, NVIDIA Control Panel > Desktop > Enable Developer Settings, then Developer > "
+           "Manage GPU Performance Counters > Allow access to all users";
+  }
+  return "ncu may not read the GPU's performance counters: only root may (the driver's "
+         "RmProfilingAdminOnly; README.md, 'Seeing the conflicts'); to fix: echo 'options nvidia "
+         "NVreg_RestrictProfilingToAdminUsers=0' | sudo tee /etc/modprobe.d/ncu.conf && sudo "
+         "update-initramfs -u && sudo reboot";
 }
 
 // Runs `command` through the shell; returns its exit status and what it printed.
@@ -205,9 +247,11 @@ class NcuBankConflictsTest : public course::GpuTest {
     if (ncu_.empty()) {
       GTEST_SKIP() << "Nsight Compute (ncu) not found: looked in $COURSE_NCU, on PATH, in "
                    << COURSE_CUDA_BIN_DIR << ", /usr/local/cuda*/ and "
-                   << "/opt/nvidia/nsight-compute/*/. Set COURSE_NCU=/path/to/ncu to run this "
-                   << "check.";
+                   << "/opt/nvidia/nsight-compute/*/ (COURSE_NCU=/path/to/ncu names one); "
+                   << "to fix: " << ncu_install_command();
     }
+    const std::string not_permitted = counters_not_permitted(false);
+    if (!not_permitted.empty()) GTEST_SKIP() << not_permitted;
   }
 
   // Measures the shared-memory bank conflicts (loads + stores) of the probe's kernels for
@@ -227,9 +271,7 @@ class NcuBankConflictsTest : public course::GpuTest {
                                 shell_quote(probe) + " " + probe_args;
     const int status = run_command(command, &output);
     if (output.find("ERR_NVGPUCTRPERM") != std::string::npos) {
-      *skip = "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM). Run as "
-              "root, or allow all users to profile (README.md, 'Seeing the conflicts'), to run "
-              "this check.";
+      *skip = counters_not_permitted(true);
       return false;
     }
     for (const char* unavailable : {"not supported", "resource was unavailable"}) {

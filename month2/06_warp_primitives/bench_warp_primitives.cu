@@ -77,7 +77,7 @@ void bm_reduce(benchmark::State& state) {
                            [&](cudaStream_t stream) { reduce(in.x.data(), n, sum.data(), stream); });
     state.SetItemsProcessed(state.iterations() * n);
   } catch (const std::exception& error) {
-    course::bench::fail(state, error.what());
+    course::bench::fail(state, error);
   }
 }
 
@@ -190,7 +190,7 @@ void bm_softmax(benchmark::State& state) {
                            });
     state.SetItemsProcessed(state.iterations() * rows * cols);
   } catch (const std::exception& error) {
-    course::bench::fail(state, error.what());
+    course::bench::fail(state, error);
   }
 }
 
@@ -205,21 +205,21 @@ void register_rows() {
   namespace ex = course::exercise;
   course::bench::register_memcpy_baseline("reduce_sum/memcpy", kReduceSizes);
   for (auto* row : {
-           benchmark::RegisterBenchmark("reduce_sum/step_shared_tree",
-                                        bm_reduce<sol::reduce_sum_shared_tree>),
-           benchmark::RegisterBenchmark("reduce_sum/solution", bm_reduce<sol::reduce_sum_warp_shuffle>),
-           benchmark::RegisterBenchmark("reduce_sum/exercise", bm_reduce<ex::reduce_sum_warp_shuffle>),
-           benchmark::RegisterBenchmark("reduce_sum_tree/exercise",
-                                        bm_reduce<ex::reduce_sum_shared_tree>),
+           course::bench::register_row("reduce_sum/step_shared_tree",
+                                       bm_reduce<sol::reduce_sum_shared_tree>),
+           course::bench::register_row("reduce_sum/solution", bm_reduce<sol::reduce_sum_warp_shuffle>),
+           course::bench::register_row("reduce_sum/exercise", bm_reduce<ex::reduce_sum_warp_shuffle>),
+           course::bench::register_row("reduce_sum_tree/exercise",
+                                       bm_reduce<ex::reduce_sum_shared_tree>),
        }) {
     row->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
     for (std::int64_t n : kReduceSizes) row->Arg(n);
   }
   for (auto* row : {
-           benchmark::RegisterBenchmark("softmax_rows/memcpy", bm_softmax_memcpy),
-           benchmark::RegisterBenchmark("softmax_rows/step_block_tree", bm_softmax<softmax_block_tree>),
-           benchmark::RegisterBenchmark("softmax_rows/solution", bm_softmax<sol::softmax_rows>),
-           benchmark::RegisterBenchmark("softmax_rows/exercise", bm_softmax<ex::softmax_rows>),
+           course::bench::register_row("softmax_rows/memcpy", bm_softmax_memcpy),
+           course::bench::register_row("softmax_rows/step_block_tree", bm_softmax<softmax_block_tree>),
+           course::bench::register_row("softmax_rows/solution", bm_softmax<sol::softmax_rows>),
+           course::bench::register_row("softmax_rows/exercise", bm_softmax<ex::softmax_rows>),
        }) {
     row->ArgNames({"rows", "cols"})->UseManualTime()->Unit(benchmark::kMicrosecond);
     for (const auto& shape : kSoftmaxShapes) row->Args(shape);

@@ -36,6 +36,7 @@
 #include "course/gemm.h"
 #include "course/launch.h"
 #include "course/mma_sync.h"
+#include "course/requirements.h"
 #include "mma_gemm_pipeline.h"
 
 namespace course::COURSE_IMPL {  // see course/impl.h
@@ -178,10 +179,10 @@ void launch_mma_gemm(const char* function, int M, int N, int K, float alpha, con
                            ceil_div(N, Tile::kBlockN);  // <= M * N <= INT_MAX
   // 16-byte copies of 8 halves need every row of A and B to start on a 16-byte boundary.
   const bool vectorized = K % 8 == 0 && N % 8 == 0 && is_aligned(A, 16) && is_aligned(B, 16);
-  // More than 48 KiB of shared memory per block only after opting in, per kernel.
+  // More than 48 KiB of shared memory per block only after opting in, per kernel; a GPU
+  // that allows less (a T4: 64 KiB) gets a clear error here rather than a failed launch.
   const auto kernel = vectorized ? mma_gemm_kernel<Tile, true> : mma_gemm_kernel<Tile, false>;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  Tile::kSharedBytes));
+  allow_dynamic_shared_memory(kernel, Tile::kSharedBytes, function);
   kernel<<<static_cast<unsigned>(blocks), Tile::kThreads, Tile::kSharedBytes, stream>>>(
       M, N, K, alpha, A, B, beta, C);
   CUDA_CHECK_LAUNCH();

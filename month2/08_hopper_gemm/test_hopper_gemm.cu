@@ -29,9 +29,12 @@ class HopperTest : public course::GpuTest {
   void SetUp() override {
     course::GpuTest::SetUp();
     if (IsSkipped()) return;
+    // wgmma and the TMA exist only in sm_90a code, which runs on a Hopper (H100, H200) only:
+    // not on older GPUs, nor on newer ones.
     if (!course::hopper::is_hopper_gpu()) {
-      GTEST_SKIP() << "m2.08 needs a Hopper GPU (compute capability 9.0: H100, H200); "
-                      "wgmma and sm_90a code run nowhere else";
+      GTEST_SKIP() << "needs compute capability 9.0 (a Hopper, H100 or H200: wgmma and the TMA "
+                      "exist only in sm_90a code); this GPU has "
+                   << course::device_compute_capability().text();
     }
   }
 };

@@ -200,7 +200,7 @@ void bm_latency(benchmark::State& state) {
 void register_all() {
   const std::int64_t l2_bytes = course::bench::device().l2_cache_bytes;
   auto bandwidth = [](const char* name, void (*body)(benchmark::State&), std::int64_t bytes) {
-    benchmark::RegisterBenchmark(name, body)->ArgName("bytes")->Arg(bytes)->UseManualTime()
+    course::bench::register_row(name, body)->ArgName("bytes")->Arg(bytes)->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
   };
   bandwidth("memory_hierarchy/hbm_copy", bm_hbm_copy, std::int64_t{1} << 30);
@@ -209,7 +209,7 @@ void register_all() {
   bandwidth("memory_hierarchy/l2_read", bm_l2_read, std::max<std::int64_t>(l2_bytes / 4 / 16 * 16, 1 << 20));
   bandwidth("memory_hierarchy/shared_read", bm_shared_read, kSharedFloat4s * 16);
   auto latency = [](const char* name, void (*body)(benchmark::State&), std::int64_t bytes) {
-    benchmark::RegisterBenchmark(name, body)->ArgName("bytes")->Arg(bytes)->UseManualTime()
+    course::bench::register_row(name, body)->ArgName("bytes")->Arg(bytes)->UseManualTime()
         ->Unit(benchmark::kMicrosecond)->Iterations(5);
   };
   latency("memory_hierarchy/latency_shared", bm_latency<ChaseIn::kShared>, kSharedChainEntries * 4);

@@ -19,9 +19,11 @@ the precision:
                                       no Python, no checks, no allocation (the floor)
 
 Every GEMM row is checked against a float64 torch.matmul before it is timed; a wrong row is
-an error row and the program exits with status 1. gemm_* times are the median over
---iterations runs, each between two CUDA events, after --warmup runs, with the L2 cache
-flushed before each run; TFLOPS counts 2 * n^3 operations. overhead_* rows time a loop of
+an error row and the program exits with status 1. A row whose kernel needs more than this GPU
+has (a launcher's "needs compute capability ..." or "needs ... KiB of shared memory" reason)
+is listed as not runnable on this GPU, with that reason, and is not a failure.
+gemm_* times are the median over --iterations runs, each between two CUDA events, after
+--warmup runs, with the L2 cache flushed before each run; TFLOPS counts 2 * n^3 operations. overhead_* rows time a loop of
 --calls back-to-back calls between two CUDA events (no L2 flush) and report us_per_call:
 at 64 x 64 the GPU finishes each kernel in a few microseconds, so the loop runs at the rate
 the CPU issues calls, and that rate is what the rows compare.
@@ -173,7 +175,7 @@ def print_table(rows, facts, args):
     print(f"{'row':<44} {'time (us)':>11} {'TFLOP/s':>8} {'us/call':>8}  vs PyTorch")
     for row in rows:
         if "error" in row:
-            print(f"{row['name']:<44} ERROR: {row['error']}")
+            print(f"{row['name']:<44} {benchmarking.describe_error(row)}")
             continue
         family, impl, size = row["name"].split("/")[:3]
         baseline = baselines.get((family, size))

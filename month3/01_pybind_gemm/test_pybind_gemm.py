@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import unittest
 import zipfile
@@ -29,7 +30,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_config  # noqa: E402
 import load_extension  # noqa: E402  (after the path is set; it puts common/python there too)
-from course_harness import paths, testing  # noqa: E402
+from course_harness import paths, requirements, testing  # noqa: E402
 from course_harness.testing import CudaTestCase, poison_allocator, random_tensor, skip_unless  # noqa: E402
 
 IMPL = testing.IMPL
@@ -331,13 +332,40 @@ print("REPORT " + json.dumps(report))
 """
 
 
+def _install_command(names):
+    """pip for this very Python; Debian's packages for a system Python that pip may not change
+    (Debian's and Ubuntu's are EXTERNALLY-MANAGED)."""
+    in_environment = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
+    marker = os.path.join(sysconfig.get_path("stdlib") or "", "EXTERNALLY-MANAGED")
+    if not in_environment and os.path.isfile(marker):
+        sudo = "" if os.geteuid() == 0 else "sudo "
+        return sudo + "apt-get install " + " ".join(f"python3-{name}" for name in names)
+    return f"{sys.executable} -m pip install " + " ".join(names)
+
+
 def _can_build_wheels():
+    """(True, "") when this machine can build the wheel; else (False, the skip's reason), which
+    ends with "; to fix: <command>": neither case is the learner's code."""
     # Looked up, not imported: importing setuptools after PyTorch has imported the standard
     # library's distutils trips setuptools' distutils check. pip runs them in its own process.
     missing = [name for name in ("pip", "setuptools", "wheel") if importlib.util.find_spec(name) is None]
     if missing:
-        return False, (f"building a wheel needs pip, setuptools and wheel; this Python lacks {missing} "
-                       "(Debian: python3-pip python3-setuptools python3-wheel)")
+        return False, requirements.skip_reason_with_fix(
+            f"building a wheel needs pip, setuptools and wheel; {sys.executable} lacks "
+            f"{', '.join(missing)}", _install_command(missing))
+    # With CUDA, setup.py's CUDAExtension is compiled by nvcc (the one requirements finds, in
+    # the order PyTorch looks: CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda), and PyTorch's
+    # BuildExtension refuses an nvcc of another CUDA major version than its own.
+    if torch.version.cuda is not None:
+        nvcc = requirements.nvcc_cuda_version()
+        torch_major = int(torch.version.cuda.split(".")[0])
+        if nvcc is not None and nvcc[0] != torch_major:
+            return False, requirements.skip_reason_with_fix(
+                f"nvcc is CUDA {nvcc[0]}.{nvcc[1]}, but this PyTorch ({torch.__version__}) is built "
+                f"for CUDA {torch.version.cuda}, and PyTorch builds no extension with an nvcc of "
+                "another major version",
+                # pip keeps an installed torch ("already satisfied") unless it goes first.
+                requirements.cuda_torch_replace_command(nvcc[0]))
     return True, ""
 
 

@@ -147,7 +147,7 @@ def print_table(rows, facts):
     print(f"{'row':<56} {'time (us)':>12} {'GB/s':>8}")
     for row in rows:
         if "error" in row:
-            print(f"{row['name']:<56} ERROR: {row['error']}")
+            print(f"{row['name']:<56} {benchmarking.describe_error(row)}")
         else:
             rate = f"{row['GBps']:>8.1f}" if "GBps" in row else ""
             print(f"{row['name']:<56} {row['ms'] * 1e3:>12.2f} {rate}")

@@ -29,6 +29,8 @@
 
 #include <climits>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "course/async_copy.h"
@@ -37,6 +39,7 @@
 #include "course/fast_divmod.h"
 #include "course/hopper.h"
 #include "course/launch.h"
+#include "course/requirements.h"
 #include "implicit_gemm_pipeline.h"
 #include "implicit_gemm_wgmma.h"
 
@@ -293,8 +296,7 @@ void launch_tile(const ConvProblem& problem, bool vectorized, const Element* x, 
   // More than 48 KiB of shared memory per block only after opting in, per kernel.
   const auto kernel = vectorized ? implicit_gemm_kernel<Tile, Element, FastLoader, true>
                                  : implicit_gemm_kernel<Tile, Element, AnalyticLoader, false>;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  Tile::kSharedBytes));
+  allow_dynamic_shared_memory(kernel, Tile::kSharedBytes, "conv2d_implicit_gemm");
   kernel<<<static_cast<unsigned>(blocks), Tile::kThreads, Tile::kSharedBytes, stream>>>(problem, x,
                                                                                         w, bias, y);
   CUDA_CHECK_LAUNCH();
@@ -306,7 +308,7 @@ void launch_wgmma_tile(const ConvProblem& problem, const Element* x, const Eleme
                        const float* bias, float* y, cudaStream_t stream) {
   const auto kernel = implicit_gemm_wgmma_kernel<Tile, Element, FastLoader>;
   constexpr int bytes = wgmma_shared_bytes<Tile>();
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  allow_dynamic_shared_memory(kernel, bytes, "conv2d_implicit_gemm (wgmma)");
   kernel<<<static_cast<unsigned>(blocks_of<Tile>(problem)), Tile::kThreads, bytes, stream>>>(
       problem, x, w, bias, y);
   CUDA_CHECK_LAUNCH();
@@ -349,6 +351,10 @@ void launch_conv(const char* function, const ConvShape& s, const Element* x, con
                  const float* bias, float* y, cudaStream_t stream) {
   require_conv_arguments(function, s);
   require_conv_pointers(function, s, x, w, y);
+  if constexpr (std::is_same_v<Element, __nv_bfloat16>) {
+    // Turing (sm_75) has float16 tensor cores only: a clear error there, never a result.
+    require_compute_capability(8, 0, std::string(function) + ": bfloat16 mma.sync");
+  }
   if (s.N == 0) return;  // y is empty, and a launch of zero blocks is an error
   const ConvProblem problem = make_conv_problem(s);
   // 16-byte copies of 8 channels need C % 8 == 0 (a chunk never straddles two pixels or two

@@ -243,6 +243,9 @@ struct Kernel {
   const char* hint;
 };
 
+// Turing (sm_75) has float16 tensor cores only; the bfloat16 tests need an Ampere or newer.
+constexpr const char* kBf16Needs = "bfloat16 mma.sync";
+
 const Kernel kAnalytic{"conv2d_implicit_gemm_analytic",
                        course::impl::conv2d_implicit_gemm_analytic_fp16,
                        course::impl::conv2d_implicit_gemm_analytic_bf16, kHintPart1};
@@ -278,6 +281,7 @@ TEST_P(AnalyticConvTest, Fp16WithBiasMatchesFloat64Reference) {
   expect_matches(kAnalytic, GetParam().shape, true, false);
 }
 TEST_P(AnalyticConvTest, Bf16WithBiasMatchesFloat64Reference) {
+  COURSE_REQUIRE_COMPUTE_CAPABILITY(8, 0, kBf16Needs);
   expect_matches(kAnalytic, GetParam().shape, true, true);
 }
 TEST_P(PrecomputedConvTest, Fp16MatchesFloat64Reference) {
@@ -287,6 +291,7 @@ TEST_P(PrecomputedConvTest, Fp16WithBiasMatchesFloat64Reference) {
   expect_matches(kPrecomputed, GetParam().shape, true, false);
 }
 TEST_P(PrecomputedConvTest, Bf16WithBiasMatchesFloat64Reference) {
+  COURSE_REQUIRE_COMPUTE_CAPABILITY(8, 0, kBf16Needs);
   expect_matches(kPrecomputed, GetParam().shape, true, true);
 }
 // x and w 8 bytes past a 16-byte boundary: no 16-byte copies, the slow path must be taken.
@@ -299,6 +304,7 @@ TEST_P(PrecomputedMmaSyncConvTest, Fp16WithBiasMatchesFloat64Reference) {
   expect_matches(kPrecomputedMmaSync, GetParam().shape, true, false);
 }
 TEST_P(PrecomputedMmaSyncConvTest, Bf16WithBiasMatchesFloat64Reference) {
+  COURSE_REQUIRE_COMPUTE_CAPABILITY(8, 0, kBf16Needs);
   expect_matches(kPrecomputedMmaSync, GetParam().shape, true, true);
 }
 
@@ -318,6 +324,7 @@ TEST_P(ResNetConvTest, PrecomputedFp16MatchesOnSampledOutputs) {
   expect_matches(kPrecomputed, GetParam().shape, true, false);
 }
 TEST_P(ResNetConvTest, PrecomputedBf16MatchesOnSampledOutputs) {
+  COURSE_REQUIRE_COMPUTE_CAPABILITY(8, 0, kBf16Needs);
   expect_matches(kPrecomputed, GetParam().shape, true, true);
 }
 TEST_P(ResNetConvTest, PrecomputedMmaSyncFp16MatchesOnSampledOutputs) {
@@ -332,14 +339,38 @@ class ImplicitGemmArgumentsTest : public course::GpuTest {};
 TEST_F(ImplicitGemmArgumentsTest, BadShapesAndNullPointersAreRejectedWithAClearError) {
   course::expect_conv_rejects_bad_arguments_as<__half>(course::impl::conv2d_implicit_gemm_fp16,
                                                        "conv2d_implicit_gemm_fp16", kHintPart2);
-  course::expect_conv_rejects_bad_arguments_as<__nv_bfloat16>(
-      course::impl::conv2d_implicit_gemm_bf16, "conv2d_implicit_gemm_bf16", kHintPart2);
   course::expect_conv_rejects_bad_arguments_as<__half>(
       course::impl::conv2d_implicit_gemm_analytic_fp16, "conv2d_implicit_gemm_analytic_fp16",
       kHintPart1);
   course::expect_conv_rejects_bad_arguments_as<__half>(
       course::impl::conv2d_implicit_gemm_mma_sync_fp16, "conv2d_implicit_gemm_mma_sync_fp16",
       kHintPart2);
+}
+
+TEST_F(ImplicitGemmArgumentsTest, Bf16BadArgumentsAreRejectedWithAClearError) {
+  COURSE_REQUIRE_COMPUTE_CAPABILITY(8, 0, kBf16Needs);
+  course::expect_conv_rejects_bad_arguments_as<__nv_bfloat16>(
+      course::impl::conv2d_implicit_gemm_bf16, "conv2d_implicit_gemm_bf16", kHintPart2);
+}
+
+// A GPU without bfloat16 tensor cores (a T4) gets a clear error from every bfloat16
+// launcher, never a result; a GPU with them runs the same call.
+TEST_F(ImplicitGemmArgumentsTest, Bf16NeedsComputeCapability80OrAClearError) {
+  const ConvShape s = conv_shape(2, 16, 9, 7, 24, 3, 3, 1, 1);
+  course::DeviceBuffer<__nv_bfloat16> x(s.input_elements()), w(s.weight_elements());
+  course::DeviceBuffer<float> y(s.output_elements());
+  CUDA_CHECK(cudaMemset(x.data(), 0, x.bytes()));
+  CUDA_CHECK(cudaMemset(w.data(), 0, w.bytes()));
+  const bool has_bf16 = course::compute_capability_shortfall(8, 0, kBf16Needs).empty();
+  for (const Kernel* kernel : {&kAnalytic, &kPrecomputed, &kPrecomputedMmaSync}) {
+    const auto call = [&] { kernel->bf16(s, x.data(), w.data(), nullptr, y.data(), nullptr); };
+    if (has_bf16) {
+      EXPECT_NO_THROW(call()) << kernel->name << "_bf16";
+    } else {
+      EXPECT_THROW(call(), course::UnsupportedDevice) << kernel->name << "_bf16";
+    }
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 // CMakeLists.txt builds the launchers for sm_90a too: on a Hopper the runtime must take that

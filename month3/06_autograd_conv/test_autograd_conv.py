@@ -22,7 +22,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import load_extension  # noqa: E402  (it puts common/python on the path too)
-from course_harness import testing  # noqa: E402
+from course_harness import requirements, testing  # noqa: E402
 from course_harness.conv_shapes import TEST_CASES, case  # noqa: E402
 from course_harness.testing import CudaTestCase, random_tensor, skip_unless  # noqa: E402
 
@@ -734,8 +734,10 @@ class GradientsCudaTest(_CudaBase):
 
 
 class ReducedPrecisionCudaTest(_CudaBase):
-    """float16 and bfloat16: the forward on m3.05's tensor cores, the gradients in float32."""
+    """float16 (any course GPU) and bfloat16: the forward on m3.05's tensor cores, the
+    gradients in float32. Bfloat16CudaTest runs the same checks in bfloat16."""
 
+    DTYPE = torch.float16
     # The shape list (C not a multiple of 8 for most: m3.05's element-by-element path), and
     # C % 8 == 0 layers for its 16-byte fast path.
     CASES = TEST_CASES + [case("C16_K24_3x3", 2, 16, 10, 9, 24, 3, 3, 1, 1),
@@ -744,34 +746,58 @@ class ReducedPrecisionCudaTest(_CudaBase):
 
     def test_operators(self):
         for i, c in enumerate(self.CASES):
-            for dtype in (torch.float16, torch.bfloat16):
-                for memory_format in (torch.channels_last, torch.contiguous_format):
-                    with self.subTest(case=c.name, dtype=dtype, memory_format=memory_format):
-                        check_reduced_precision(self, c, dtype, memory_format, SEED + 4000 + 10 * i)
+            for memory_format in (torch.channels_last, torch.contiguous_format):
+                with self.subTest(case=c.name, dtype=self.DTYPE, memory_format=memory_format):
+                    check_reduced_precision(self, c, self.DTYPE, memory_format, SEED + 4000 + 10 * i)
 
     def test_autograd_through_function_and_module(self):
         for i, c in enumerate(self.CASES[:4] + self.CASES[-2:]):
-            for dtype in (torch.float16, torch.bfloat16):
-                for through in ("function", "module"):
-                    with self.subTest(case=c.name, dtype=dtype, through=through):
-                        check_autograd(self, c, dtype, "cuda", SEED + 4500 + 10 * i, through)
+            for through in ("function", "module"):
+                with self.subTest(case=c.name, dtype=self.DTYPE, through=through):
+                    check_autograd(self, c, self.DTYPE, "cuda", SEED + 4500 + 10 * i, through)
+
+    def test_bfloat16_runs_or_says_it_needs_compute_capability_8_0(self):
+        # A GPU without bfloat16 tensor cores (a T4) must refuse with the reason, never return
+        # a result; one with them runs it (Bfloat16CudaTest checks the values).
+        c = self.CASES[-3]
+        x, w, b = make_inputs(c, SEED + 4950, torch.bfloat16, "cuda")
+        x, w = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+        if requirements.compute_capability_shortfall(8, 0, "bfloat16"):
+            with self.assertRaisesRegex(RuntimeError, r"needs compute capability 8\.0"):
+                ops().conv2d(x, w, b, *conv_args(c))
+        else:
+            y = call(ops().conv2d, x, w, b, *conv_args(c), hint=HINT_REDUCED)
+            self.assertEqual(y.dtype, torch.bfloat16)
 
     def test_channels_last_module(self):
-        # The drop-in as a mixed-precision model uses it: .half() and channels_last weights and
-        # inputs; the output stays channels_last, and every parameter gets a float16 gradient.
+        # The drop-in as a mixed-precision model uses it: .half() (or .bfloat16()) and
+        # channels_last weights and inputs; the output stays channels_last, and every parameter
+        # gets a gradient of the same dtype.
         conv = module()
-        layer = conv.Conv2d(16, 24, 3, padding=1).cuda().half().to(memory_format=torch.channels_last)
-        x = random_tensor((2, 16, 9, 10), SEED + 4900, dtype=torch.float16, device="cuda")
+        dtype = self.DTYPE
+        layer = conv.Conv2d(16, 24, 3, padding=1).cuda().to(dtype).to(memory_format=torch.channels_last)
+        x = random_tensor((2, 16, 9, 10), SEED + 4900, dtype=dtype, device="cuda")
         x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
         y = call(layer, x, hint=HINT_REDUCED)
-        self.assertTrue(y.is_contiguous(memory_format=torch.channels_last) and y.dtype == torch.float16,
-                        f"Conv2d(...).half() on a channels_last input: got {y.dtype}, strides {y.stride()}. "
-                        f"{HINT_REDUCED}")
+        self.assertTrue(y.is_contiguous(memory_format=torch.channels_last) and y.dtype == dtype,
+                        f"Conv2d(...).to({dtype}) on a channels_last input: got {y.dtype}, strides "
+                        f"{y.stride()}. {HINT_REDUCED}")
         y.float().square().sum().backward()
         for name, t in (("x", x), ("weight", layer.weight), ("bias", layer.bias)):
-            self.assertTrue(t.grad is not None and t.grad.dtype == torch.float16
+            self.assertTrue(t.grad is not None and t.grad.dtype == dtype
                             and bool(torch.isfinite(t.grad).all()),
                             f"{name}.grad after backward: {None if t.grad is None else t.grad.dtype}. {HINT_REDUCED}")
+
+
+class Bfloat16CudaTest(ReducedPrecisionCudaTest):
+    """ReducedPrecisionCudaTest's checks in bfloat16, which needs an Ampere GPU or newer."""
+
+    DTYPE = torch.bfloat16
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        requirements.require_compute_capability(8, 0, "bfloat16 mma.sync, in m3.05's forward")
 
 
 class GradcheckCudaTest(_CudaBase):

@@ -167,7 +167,7 @@ def main():
     print(f"{'row':<40} {'epoch (ms)':>11} {'x nn.Conv2d':>12}")
     for row in rows:
         if "error" in row:
-            print(f"{row['name']:<40} ERROR: {row['error']}")
+            print(f"{row['name']:<40} {benchmarking.describe_error(row)}")
             continue
         device = row["name"].rsplit("/", 1)[1]
         baseline = next((r["ms"] for r in rows if r["name"] == f"train_epoch_fp32/{TWIN_ROW[device]}/{device}"

@@ -22,7 +22,9 @@ and why:
     97% and within 1 point of the nn.Conv2d twin's. The tests train DEFAULT_EPOCHS = 15.
 """
 import math
+import os
 import sys
+import sysconfig
 import time
 from dataclasses import dataclass, field
 
@@ -84,15 +86,27 @@ def set_fp32_precision():
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
+def sklearn_install_command():
+    """How to install scikit-learn for the Python running this: pip, for that very Python; or,
+    for a system Python that pip may not change (Debian's and Ubuntu's are EXTERNALLY-MANAGED),
+    Debian's package."""
+    in_environment = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
+    marker = os.path.join(sysconfig.get_path("stdlib") or "", "EXTERNALLY-MANAGED")
+    if not in_environment and os.path.isfile(marker):
+        root = hasattr(os, "geteuid") and os.geteuid() == 0
+        return ("" if root else "sudo ") + "apt-get install python3-sklearn"
+    return f"{sys.executable} -m pip install scikit-learn"
+
+
 def sklearn_status():
-    """(True, version) when scikit-learn's digits can be loaded, else (False, why not)."""
+    """(True, version) when scikit-learn's digits can be loaded, else (False, why not), the
+    reason ending with "; to fix: <command>" (the course's wording for a skip you can fix)."""
     try:
         import sklearn
         from sklearn.datasets import load_digits  # noqa: F401
     except Exception as error:  # ImportError, or a broken install
         return False, (f"scikit-learn is not importable by {sys.executable} ({type(error).__name__}: "
-                       f"{error}); install it: apt-get install python3-sklearn (Debian), or "
-                       "pip install scikit-learn")
+                       f"{error}); to fix: {sklearn_install_command()}")
     return True, sklearn.__version__
 
 

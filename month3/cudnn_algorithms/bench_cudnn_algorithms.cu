@@ -280,7 +280,7 @@ void run_algorithm_row(benchmark::State& state, const ConvCase& layer, const Pre
     course::bench::measure(state, course::bench::Work{bytes, s.flops(), label.c_str()}, run);
     state.counters["workspace_MiB"] = static_cast<double>(found.workspace_bytes) / (1 << 20);
   } catch (const std::exception& failure) {
-    course::bench::fail(state, failure.what());
+    course::bench::fail(state, failure);
   }
 }
 
@@ -298,8 +298,8 @@ void register_layer(const ConvCase& layer, const Precision& p,
   for (const Found& f : found) {
     const std::string name =
         std::string(p.family) + "/cudnn_" + algorithm_name(f.algorithm) + "/" + layer.name;
-    benchmark::RegisterBenchmark(
-        name.c_str(),
+    course::bench::register_row(
+        name,
         [layer, p, f](benchmark::State& state) { run_algorithm_row<Input>(state, layer, p, f); })
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);

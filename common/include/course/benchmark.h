@@ -27,6 +27,19 @@
 // tools/run_benchmarks.py and the Python benchmarks, which write the same key, table the
 // same statistic. --benchmark_repetitions=1 on the command line gives single runs, and
 // the context then says "mean" (the mean over one run's iterations).
+//
+// Rows this GPU cannot run. A row that needs more than this GPU has (a newer compute
+// capability, more shared memory per block than it allows) is neither timed nor failed: it
+// says "not runnable on this GPU" and why, and the program still exits 0.
+//
+//   if (!course::bench::runnable(state, course::shared_memory_shortfall(bytes, "..."))) return;
+//
+// checks before anything runs (course/requirements.h gives the reasons), and measure(), the
+// GEMM and convolution rows and every row registered with register_row() turn a
+// course::UnsupportedDevice that a launcher throws into the same verdict. Google Benchmark
+// reports such a row as skipped with an error message that starts with kNotRunnablePrefix,
+// which is how tools/run_benchmarks.py and the Python benchmarks (benchmarking.NOT_RUNNABLE)
+// tell it from a failure: the table shows the reason and leaves the row out of every ratio.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -35,6 +48,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -43,6 +57,7 @@
 #include <vector>
 
 #include "course/device_info.h"
+#include "course/requirements.h"
 
 namespace course::bench {
 
@@ -110,6 +125,36 @@ void measure(benchmark::State& state, Work work, const std::function<void(cudaSt
 // Marks this row as failed (wrong result, bad setup); the program then exits non-zero.
 void fail(benchmark::State& state, const std::string& reason);
 
+// Marks this row by what was thrown while it ran: not runnable on this GPU for a
+// course::UnsupportedDevice (a launcher's check that the GPU has what its kernel needs),
+// failed for anything else.
+void fail(benchmark::State& state, const std::exception& error);
+
+// The start of the message of a row this GPU cannot run, followed by the reason, e.g.
+//   not runnable on this GPU: needs 192 KiB of shared memory per block (...); this GPU ...
+inline constexpr const char* kNotRunnablePrefix = "not runnable on this GPU: ";
+
+// Marks this row as one this GPU cannot run, with the reason: it is not timed, and it is not
+// a failure (the program's exit status stays 0).
+void not_runnable(benchmark::State& state, const std::string& reason);
+
+// True when `shortfall` is empty, as course::compute_capability_shortfall and
+// course::shared_memory_shortfall return it for a GPU that has what a kernel needs;
+// otherwise marks the row not runnable with that reason and returns false.
+bool runnable(benchmark::State& state, const std::string& shortfall);
+
+// What a row needs beyond what every GPU of the course has: "" when this GPU can run it,
+// otherwise why not. Called when the row runs (it may ask the GPU), before anything else.
+using Requirement = std::function<std::string()>;
+
+// Registers a row "<name>" whose body may throw: what it throws becomes the row's verdict
+// (fail(state, error) above) instead of ending the program. With a requirement, the row is
+// checked first and is not runnable when it is not met. Returns Google Benchmark's handle,
+// for ->Arg(...) and the rest.
+benchmark::internal::Benchmark* register_row(const std::string& name,
+                                             std::function<void(benchmark::State&)> body,
+                                             Requirement requirement = {});
+
 // Baseline: cudaMemcpy device to device of n floats, the practical DRAM bandwidth
 // ceiling for a kernel that streams memory. Registered as "<name>/n:<n>" rows.
 void register_memcpy_baseline(const std::string& name, const std::vector<std::int64_t>& float_counts);
@@ -122,6 +167,7 @@ void measure_memcpy(benchmark::State& state, std::int64_t float_count);
 // when there is no GPU, records the device and the statistic in the output's context, runs
 // the benchmarks (kRepetitions repetitions of kMinTimeSeconds, reporting the median,
 // unless the command line says otherwise), and exits with status 1 when any row failed.
+// Rows not runnable on this GPU are not failures; it says there were some.
 int run_benchmarks(int argc, char** argv);
 
 }  // namespace course::bench

@@ -33,9 +33,15 @@
 // with a row of another family (compare_family, e.g. m3.05's conv_fp16 rows with m3.04's
 // conv_fp32 ones): its counter is then named speedup_vs_<that family>, so the difference of
 // precision is in the name.
+//
+// Rows this GPU cannot run (course/benchmark.h): a row with a `requirement` is checked with it
+// first, the bfloat16 rows need compute capability 8.0 (bfloat16 tensor cores), and a
+// launcher that throws course::UnsupportedDevice makes its row not runnable too. Such a row
+// says why, is not timed and is not a failure.
 #pragma once
 
 #include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -44,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -54,6 +61,7 @@
 #include "course/device_buffer.h"
 #include "course/gemm_reference.h"
 #include "course/random.h"
+#include "course/requirements.h"
 #include "course/verify.h"
 
 namespace course::bench {
@@ -71,6 +79,9 @@ struct ConvRowOf {
   std::function<std::map<std::string, double>(const ConvShape&)> counters;
   // The family of the compare_with row, when it is not this row's own (another precision).
   std::string compare_family;
+  // What the row needs beyond what every GPU of the course has: "" when this GPU can run it,
+  // otherwise why not (course/requirements.h); empty: nothing more.
+  Requirement requirement;
 };
 using ConvRow = ConvRowOf<float>;  // NCHW float32 (m3.03, m3.04)
 
@@ -144,10 +155,25 @@ inline std::map<std::string, double>& conv_bench_seconds() {
   return results;
 }
 
+// What every row of the course's own kernels needs for its input type: bfloat16 tensor cores
+// (compute capability 8.0) for __nv_bfloat16.
+template <typename Input>
+std::string conv_input_type_shortfall() {
+  if constexpr (std::is_same_v<Input, __nv_bfloat16>) {
+    return compute_capability_shortfall(8, 0, "bfloat16 tensor cores: A100, RTX 30xx and newer");
+  } else {
+    return "";
+  }
+}
+
 template <typename Input>
 void run_conv_row(benchmark::State& state, const std::string& family, const ConvRowOf<Input>& row,
                   const ConvCase& layer, ConvLayout layout) {
+  state.SetLabel(precision_label<Input>());  // every row names its precision, run or not
   try {
+    // Before the inputs and the reference are made: a row this GPU cannot run costs nothing.
+    if (row.requirement && !runnable(state, row.requirement())) return;
+    if (!runnable(state, conv_input_type_shortfall<Input>())) return;
     const ConvBenchProblem<Input>& p = conv_bench_problem<Input>(layer, layout);
     const ConvShape& s = p.shape;
     auto x = DeviceBuffer<Input>::from_host(p.x);
@@ -182,7 +208,7 @@ void run_conv_row(benchmark::State& state, const std::string& family, const Conv
       for (const auto& [name, value] : row.counters(s)) state.counters[name] = value;
     }
   } catch (const std::exception& error) {
-    fail(state, error.what());
+    fail(state, error);  // not runnable for a course::UnsupportedDevice, failed otherwise
   }
 }
 
@@ -196,11 +222,10 @@ void register_conv_rows_as(const std::string& family, const std::vector<ConvRowO
                            ConvLayout layout = ConvLayout::nchw) {
   for (const ConvCase& layer : layers) {
     for (const ConvRowOf<Input>& row : rows) {
-      auto* bench = benchmark::RegisterBenchmark(
-          (family + "/" + row.name + "/" + layer.name).c_str(),
-          [family, row, layer, layout](benchmark::State& state) {
-            detail::run_conv_row<Input>(state, family, row, layer, layout);
-          });
+      auto* bench = register_row(family + "/" + row.name + "/" + layer.name,
+                                 [family, row, layer, layout](benchmark::State& state) {
+                                   detail::run_conv_row<Input>(state, family, row, layer, layout);
+                                 });
       bench->UseManualTime()->Unit(benchmark::kMillisecond);
     }
   }

@@ -31,6 +31,7 @@
 
 #include "course/cuda_check.h"
 #include "course/launch.h"
+#include "course/requirements.h"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define COURSE_HAVE_TMA 1
@@ -44,20 +45,21 @@ namespace course::hopper {
 // --- Host: the GPU --------------------------------------------------------------------------
 
 // True when the current GPU is a Hopper (compute capability 9.0), the only one that runs
-// code built for sm_90a.
+// code built for sm_90a. It asks course/requirements.h, so COURSE_COMPUTE_CAPABILITY can
+// make a Hopper look like an older GPU in tests.
 inline bool is_hopper_gpu() {
-  int device = 0, major = 0, minor = 0;
+  int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return false;
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
+  return device_compute_capability().number() == 90;
 }
 
 inline void require_hopper_gpu(const char* function) {
+  require_compute_capability(9, 0, std::string(function) +
+                                        ": wgmma and the TMA, in sm_90a code; H100, H200");
   if (!is_hopper_gpu()) {
-    throw std::runtime_error(std::string(function) +
-                             ": needs a Hopper GPU (compute capability 9.0: H100, H200); "
-                             "wgmma and this kernel's sm_90a code run nowhere else");
+    throw UnsupportedDevice(std::string(function) +
+                            ": needs a Hopper GPU (compute capability 9.0: H100, H200); "
+                            "wgmma and this kernel's sm_90a code run nowhere else");
   }
 }
 
@@ -78,12 +80,19 @@ inline CUtensorMap make_tensor_map_2d(const void* base, CUtensorMapDataType type
         std::to_string(cols) + " columns");
   }
   // The encoder lives in the driver (libcuda); the runtime hands out its address, so
-  // the program needs no link to the driver library.
+  // the program needs no link to the driver library. The toolkits before 12.5 have no
+  // cudaGetDriverEntryPointByVersion, and the later ones deprecate the lookup without a
+  // version: each toolkit takes the one it has. The function has one version, 12.0's.
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* function = nullptr;
     cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
     CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000,
                                                 cudaEnableDefault, &found));
+#else
+    CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &function, cudaEnableDefault,
+                                       &found));
+#endif
     if (found != cudaDriverEntryPointSuccess || function == nullptr) {
       throw std::runtime_error("make_tensor_map_2d: the driver has no cuTensorMapEncodeTiled");
     }

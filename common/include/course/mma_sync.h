@@ -2,7 +2,7 @@
 // (PTX ISA, "Warp-level matrix fragments for mma.m16n8k16"): ldmatrix, which loads 8 x 8
 // tiles of 16-bit values from shared memory into the lanes that mma.sync expects them in,
 // and mma.sync.m16n8k16, one 16 x 8 x 16 product with float16 (or bfloat16) inputs and
-// float32 accumulators (HMMA.16816 in the SASS; sm_80 and newer).
+// float32 accumulators (HMMA.16816 in the SASS on sm_80 and newer; two HMMA.1688 on sm_75).
 //
 // Lane `lane` of a warp is called (group, thread) = (lane / 4, lane % 4) below.
 //  * A fragment, 16 x 16 row-major (4 registers of 2 halves): a[0] holds row group, columns
@@ -25,17 +25,34 @@
 
 namespace course {
 
+// Which GPUs run these: ldmatrix exists from sm_75 (Turing: T4, RTX 20xx). mma.sync
+// m16n8k16 exists from sm_80 (Ampere); on sm_75 a 16 x 8 x 16 product is two m16n8k8
+// products, one per half of k, which is what mma_16x8x16 does there, for float16. Turing
+// has no bfloat16 tensor cores: the bfloat16 product stops the kernel with a trap on sm_75
+// (launchers check course::require_compute_capability(8, 0, ...) first, so it is reached
+// only by a kernel launched without that check). Nothing here ever computes zeros in place
+// of a product.
+
+// Stops the kernel: an instruction this GPU does not have was reached. The launch then fails
+// with cudaErrorLaunchFailure instead of returning a wrong result.
+__device__ __forceinline__ void instruction_missing_on_this_gpu() {
+#if defined(__CUDA_ARCH__)
+  __trap();
+#endif
+}
+
 // Four 8 x 8 tiles of 16-bit values from shared memory, one register each. Lanes 0-7 give
 // the addresses of the 8 rows (16 bytes each) of tile 0, lanes 8-15 of tile 1, 16-23 of
 // tile 2, 24-31 of tile 3. In register r, lane (group, thread) gets row group, elements
 // 2 thread and 2 thread + 1 of tile r: exactly an mma.sync fragment.
 __device__ __forceinline__ void load_matrix_x4(std::uint32_t (&r)[4], std::uint32_t address) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 #else
-  r[0] = r[1] = r[2] = r[3] = 0u * address;  // the course's tensor-core kernels need sm_80
+  r[0] = r[1] = r[2] = r[3] = address;
+  instruction_missing_on_this_gpu();
 #endif
 }
 
@@ -44,12 +61,13 @@ __device__ __forceinline__ void load_matrix_x4(std::uint32_t (&r)[4], std::uint3
 // B fragment, which holds two consecutive k of one column n per register.
 __device__ __forceinline__ void load_matrix_x4_transposed(std::uint32_t (&r)[4],
                                                           std::uint32_t address) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 #else
-  r[0] = r[1] = r[2] = r[3] = 0u * address;
+  r[0] = r[1] = r[2] = r[3] = address;
+  instruction_missing_on_this_gpu();
 #endif
 }
 
@@ -59,6 +77,8 @@ __device__ __forceinline__ void load_matrix_x4_transposed(std::uint32_t (&r)[4],
 template <class Element = __half>
 __device__ __forceinline__ void mma_16x8x16(float (&acc)[4], const std::uint32_t (&a)[4],
                                             const std::uint32_t (&b)[2]) {
+  static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
+                "mma_16x8x16: __half or __nv_bfloat16");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same_v<Element, __half>) {
     asm volatile(
@@ -67,17 +87,36 @@ __device__ __forceinline__ void mma_16x8x16(float (&acc)[4], const std::uint32_t
         : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   } else {
-    static_assert(std::is_same_v<Element, __nv_bfloat16>, "mma_16x8x16: __half or __nv_bfloat16");
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+  if constexpr (std::is_same_v<Element, __half>) {
+    // k = 0..7 are a[0], a[1] (rows group and group + 8) and b[0]; k = 8..15 are a[2], a[3]
+    // and b[1]: the m16n8k8 fragments are the two halves of the m16n8k16 ones.
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+        : "r"(a[2]), "r"(a[3]), "r"(b[1]));
+  } else {
+    (void)a;
+    (void)b;
+    instruction_missing_on_this_gpu();  // no bfloat16 tensor cores before sm_80
+  }
 #else
   (void)a;
   (void)b;
-  acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+  (void)acc;
+  instruction_missing_on_this_gpu();
 #endif
 }
 

@@ -19,9 +19,21 @@
 #include "course/guarded_buffer.h"
 #include "course/impl.h"
 #include "course/random.h"
+#include "course/requirements.h"
 #include "course/verify_gtest.h"
 
 namespace course {
+
+// Skips the calling test, with the reason, when the GPU is older than major.minor (or
+// COURSE_COMPUTE_CAPABILITY emulates an older one). A macro, because GTEST_SKIP() returns
+// from the function it is written in:
+//   COURSE_REQUIRE_COMPUTE_CAPABILITY(8, 0, "bfloat16 mma.sync");
+#define COURSE_REQUIRE_COMPUTE_CAPABILITY(major, minor, what)                          \
+  do {                                                                                   \
+    const std::string course_shortfall_ = ::course::compute_capability_shortfall(      \
+        (major), (minor), (what));                                                       \
+    if (!course_shortfall_.empty()) GTEST_SKIP() << course_shortfall_;                   \
+  } while (0)
 
 class GpuTest : public ::testing::Test {
  protected:

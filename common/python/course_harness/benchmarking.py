@@ -13,11 +13,18 @@
   "statistic" says so), so tools/run_benchmarks.py tables both alike.
 - HostTimer times rows that run on the CPU the same way, by the host's clock.
 - write_json() writes Google Benchmark's JSON format; ./course bench collects it.
+- A row this GPU cannot run (it needs a newer compute capability, or more shared memory per
+  block than the GPU allows) is neither timed nor failed: measure(..., requires=...) checks
+  first, and a call that raises the course's "needs ..." reason (course/requirements.h,
+  course_harness.requirements) is caught alike. Its message starts with NOT_RUNNABLE, the
+  C++ benchmarks' prefix, and tools/run_benchmarks.py tables it as not runnable, with the
+  reason, outside every ratio; finish() does not count it as a failure.
 """
 import argparse
 import datetime
 import json
 import os
+import re
 import socket
 import statistics
 import sys
@@ -26,6 +33,16 @@ import time
 import torch
 
 STATISTIC = "median"
+
+# The start of the message of a row this GPU cannot run, followed by the reason: the same as
+# the C++ benchmarks' course::bench::kNotRunnablePrefix (course/benchmark.h).
+NOT_RUNNABLE = "not runnable on this GPU: "
+
+# The wording of the course's reasons that a GPU lacks something (course/requirements.h and
+# course_harness.requirements; course/hopper.h), as a launcher's error carries it into Python.
+_SHORTFALL = re.compile(r"needs compute capability \d+\.\d+ \(|"
+                        r"needs \d+ KiB of shared memory per block \(|"
+                        r"needs a Hopper GPU")
 
 
 def device_facts():
@@ -116,24 +133,70 @@ def first_line(error):
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def measure(rows, timer, name, run, check=None, **counters):
+def shortfall_in(error):
+    """The course's reason that this GPU lacks what a call needs, when `error` (an exception
+    or its text) carries one ("needs compute capability 8.0 (...); this GPU has 7.5"), else
+    None. PyTorch adds lines of its own around a C++ message: the reason is its line."""
+    for line in str(error).splitlines():
+        if _SHORTFALL.search(line):
+            return line.strip()
+    return None
+
+
+def not_runnable(rows, name, reason, label=None):
+    """Appends a row this GPU cannot run, with the reason (not timed, not a failure)."""
+    rows.append({"name": name, "error": NOT_RUNNABLE + reason, **({"label": label} if label else {})})
+
+
+def is_not_runnable(row):
+    """True for a row this GPU cannot run, as opposed to a failed one."""
+    return row.get("error", "").startswith(NOT_RUNNABLE)
+
+
+def describe_error(row):
+    """How a table prints a row without a time: "not runnable on this GPU: <reason>", or
+    "ERROR: <what went wrong>"."""
+    return row["error"] if is_not_runnable(row) else f"ERROR: {row['error']}"
+
+
+def measure(rows, timer, name, run, check=None, requires=None, **counters):
     """Checks run() with check(result) (which raises when it is wrong), then times it.
 
     Appends {"name", "ms", counters...} or {"name", "error"}. A counter given as a callable
     is called with the median time in milliseconds (e.g. lambda ms: flops / ms / 1e9).
-    Returns the median in milliseconds, or None for an error row.
+    Returns the median in milliseconds, or None for a row without a time.
+
+    requires: what the row needs from the GPU, as a reason ("" when the GPU has it, e.g.
+    requirements.compute_capability_shortfall(8, 0, "bfloat16 tensor cores")) or a function
+    that returns one; with a reason the row is not runnable on this GPU and nothing is run.
+    A call that raises such a reason makes the row not runnable too.
     """
+    label = counters.get("label") if isinstance(counters.get("label"), str) else None
+
+    def untimed(error):  # a row without a time keeps its precision label
+        rows.append({"name": name, "error": error, **({"label": label} if label else {})})
+
+    try:
+        shortfall = requires() if callable(requires) else requires
+    except Exception as error:
+        untimed(f"could not check what it needs: {first_line(error)}")
+        return None
+    if shortfall:
+        not_runnable(rows, name, shortfall, label)
+        return None
     try:
         result = run()
         if check is not None:
             check(result)
-    except Exception as error:  # wrong result, missing operator, ...
-        rows.append({"name": name, "error": f"wrong result or failed call: {first_line(error)}"})
+    except Exception as error:  # wrong result, missing operator, a GPU too old, ...
+        reason = shortfall_in(error)
+        untimed(NOT_RUNNABLE + reason if reason else f"wrong result or failed call: {first_line(error)}")
         return None
     try:
         milliseconds = timer.median_ms(run)
     except Exception as error:
-        rows.append({"name": name, "error": f"failed while timed: {first_line(error)}"})
+        reason = shortfall_in(error)
+        untimed(NOT_RUNNABLE + reason if reason else f"failed while timed: {first_line(error)}")
         return None
     row = {"name": name, "ms": milliseconds}
     for key, value in counters.items():
@@ -166,6 +229,8 @@ def write_json(path, rows, *, program, timer=None, facts=None, timing=None, prec
         if "error" in row:
             entry.update({"error_occurred": True, "error_message": row["error"],
                           "iterations": 0, "real_time": 0.0, "cpu_time": 0.0})
+            if row.get("label") or precision:
+                entry["label"] = row.get("label") or precision
         else:
             entry.update({"iterations": timer.iterations if timer else 1,
                           "real_time": row["ms"] * 1e3, "cpu_time": row["ms"] * 1e3})
@@ -198,14 +263,19 @@ def cuda_or_exit_code(program):
 def finish(rows, *, json_path, program, timer=None, facts=None, timing=None, precision=None):
     """The end of every benchmark program: the JSON if asked for, then the exit status.
 
-    Returns 1 (and names them) when some rows are errors, else 0.
+    Returns 1 (and names them) when some rows are errors, else 0. Rows not runnable on this
+    GPU are named too, but are not failures.
     """
     name = os.path.basename(program)
     if json_path:
         write_json(json_path, rows, program=program, timer=timer, facts=facts, timing=timing,
                    precision=precision)
         print(f"{name}: wrote {json_path}")
-    failed = [row["name"] for row in rows if "error" in row]
+    skipped = [row["name"] for row in rows if "error" in row and is_not_runnable(row)]
+    if skipped:
+        print(f"{name}: {len(skipped)} row(s) not runnable on this GPU (not failures): "
+              f"{', '.join(skipped)}", file=sys.stderr)
+    failed = [row["name"] for row in rows if "error" in row and not is_not_runnable(row)]
     if failed:
         print(f"{name}: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1

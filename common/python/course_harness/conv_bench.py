@@ -165,7 +165,7 @@ def main(doc, program, extra_rows=None, layers=RESNET_LAYERS):
     print(f"{'row':<56} {'time (us)':>10} {'TFLOP/s':>8}")
     for row in rows:
         if "error" in row:
-            print(f"{row['name']:<56} ERROR: {row['error']}")
+            print(f"{row['name']:<56} {benchmarking.describe_error(row)}")
         else:
             print(f"{row['name']:<56} {row['ms'] * 1e3:>10.1f} {row['TFLOPS']:>8.2f}")
     return benchmarking.finish(rows, json_path=args.json, program=program, timer=timer, facts=facts)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import torch
 
-from . import paths
+from . import paths, requirements
 
 
 def cpp_extension():
@@ -116,10 +116,13 @@ def _remove_stale_lock(build_dir, older_than_s=15 * 60):
 
 def _arch_for_this_gpu():
     # Build for this machine's GPU only: what PyTorch would pick too, less its warning, and
-    # a fraction of the compile time of its default list.
+    # a fraction of the compile time of its default list. Under COURSE_COMPUTE_CAPABILITY
+    # (an older GPU emulated on a newer one) build that GPU's code as PTX ("+PTX"), which the
+    # driver compiles for the real GPU at load time, so the older GPU's code paths run.
     if not os.environ.get("TORCH_CUDA_ARCH_LIST"):
-        major, minor = torch.cuda.get_device_capability()
-        os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"
+        major, minor = requirements.device_compute_capability()
+        ptx = "+PTX" if requirements.compute_capability_emulated() else ""
+        os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}{ptx}"
 
 
 # The course's C++ is C++17. PyTorch 2.x builds extensions as C++17 already; 1.13 passes

@@ -21,7 +21,7 @@ import unittest
 
 import torch
 
-from . import extension
+from . import extension, requirements
 
 IMPL = os.environ.get("COURSE_IMPL", "exercise")
 SEED = int(os.environ.get("COURSE_SEED", "20240611"))  # as in the C++ tests
@@ -135,13 +135,19 @@ def assert_close(actual, expected, *, what, hint="", rtol=None, atol=None):
 
 
 class CudaTestCase(unittest.TestCase):
-    """A test class that needs a CUDA GPU: without one, it is skipped with the reason."""
+    """A test class that needs a CUDA GPU: without one, it is skipped with the reason. A
+    PyTorch without CUDA is something the learner can fix, so that skip ends with
+    "; to fix: <the pip command for a CUDA PyTorch that matches nvcc>"."""
 
     @classmethod
     def setUpClass(cls):
         ok, why = cuda_status()
         if not ok:
-            raise unittest.SkipTest(f"no CUDA here: {why}")
+            reason = f"no CUDA here: {why}"
+            if torch.version.cuda is None:
+                reason = requirements.skip_reason_with_fix(
+                    reason, requirements.cuda_torch_replace_command())
+            raise unittest.SkipTest(reason)
 
 
 def skip_unless(feature, reason):

@@ -17,7 +17,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import torch  # noqa: E402
 
-from course_harness import benchmarking, extension, paths, testing  # noqa: E402
+from course_harness import benchmarking, extension, paths, requirements, testing  # noqa: E402
 
 
 class PathsTest(unittest.TestCase):
@@ -102,6 +102,49 @@ class TestingHelpersTest(unittest.TestCase):
             failing.get()
         with self.assertRaisesRegex(AssertionError, "did not build.*first compiler error"):
             failing.get()
+
+
+class RequirementsTest(unittest.TestCase):
+    """The twin of course/requirements.h: the override is read strictly, and skip reasons use
+    the wording ./course grade sorts by (a machine limit, or a fix)."""
+
+    def setUp(self):
+        self.saved = os.environ.pop("COURSE_COMPUTE_CAPABILITY", None)
+
+    def tearDown(self):
+        os.environ.pop("COURSE_COMPUTE_CAPABILITY", None)
+        if self.saved is not None:
+            os.environ["COURSE_COMPUTE_CAPABILITY"] = self.saved
+
+    def test_the_override_is_parsed_strictly(self):
+        self.assertIsNone(requirements.emulated_compute_capability())
+        os.environ["COURSE_COMPUTE_CAPABILITY"] = "7.5"
+        self.assertEqual(requirements.emulated_compute_capability(), (7, 5))
+        for bad in ("75", "sm_75", "7.5x", "7.", "x"):
+            os.environ["COURSE_COMPUTE_CAPABILITY"] = bad
+            with self.assertRaises(ValueError, msg=bad):
+                requirements.emulated_compute_capability()
+
+    def test_a_fixable_skip_ends_with_its_command(self):
+        reason = requirements.skip_reason_with_fix("scikit-learn is missing", "python3 -m pip install scikit-learn")
+        self.assertRegex(reason, r"; to fix: python3 -m pip install scikit-learn$")
+
+    def test_the_cuda_pytorch_matches_the_toolkit_major_version(self):
+        self.assertIn("/whl/cu126", requirements.cuda_torch_install_command(12))
+        self.assertIn("/whl/cu130", requirements.cuda_torch_install_command(13))
+        self.assertTrue(requirements.cuda_torch_install_command().startswith("python3 -m pip install torch"))
+
+
+class RequirementsCudaTest(testing.CudaTestCase):
+    def test_shortfalls_name_what_is_needed_and_what_the_gpu_has(self):
+        have = requirements.device_compute_capability()
+        self.assertLessEqual(have, requirements.physical_compute_capability())
+        self.assertEqual(requirements.compute_capability_shortfall(*have, "x"), "")
+        above = requirements.compute_capability_shortfall(have[0] + 1, 0, "a future GPU")
+        self.assertIn(f"needs compute capability {have[0] + 1}.0 (a future GPU); this GPU has "
+                      f"{have[0]}.{have[1]}", above)
+        with self.assertRaises(unittest.SkipTest):
+            requirements.require_compute_capability(have[0] + 1, 0, "a future GPU")
 
 
 class BenchmarkJsonTest(unittest.TestCase):
