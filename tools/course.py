@@ -662,6 +662,10 @@ def run_course_check(*options):
 
 
 def command_check(args, exercises):
+    if args.toolkit:
+        # Every source of the course compiled by another (an older) CUDA toolkit's nvcc.
+        return subprocess.call([sys.executable, str(ROOT / "tools" / "check_oldest_toolkit.py"),
+                                "--nvcc", args.toolkit, "--work-dir", str(build_dir() / "oldest-toolkit")])
     return run_course_check(*(["--gpu"] if args.gpu else []))
 
 
@@ -716,6 +720,9 @@ def parser():
     sub.add_argument("filter", nargs="?", help="only tests whose name matches this regular expression")
     sub = add("check", command_check, "check the course itself (--gpu: skeletons fail, solutions pass)")
     sub.add_argument("--gpu", action="store_true")
+    sub.add_argument("--toolkit", metavar="NVCC",
+                     help="instead, compile every source with this nvcc (say, the oldest CUDA toolkit "
+                          "the course supports: see docs/setup.md)")
     add("doctor", command_doctor, "what this machine has for the course (GPU, CUDA, PyTorch, tools), "
         "each line OK or the command that fixes it")
     add("help", None, "this help")

@@ -1,9 +1,10 @@
 """Reading compiled GPU machine code (SASS) with cuobjdump, for the course's technique checks.
 
 disassemble(library, cuobjdump="") returns {(arch, function): [opcode, ...]} for every
-kernel in a compiled library or object, or raises ToolMissing when cuobjdump (or the
-nvdisasm it calls) is not installed: the checks then report themselves skipped (exit 77).
-No GPU is needed, so the checks run in CI.
+kernel in a compiled library or object, one entry per GPU architecture it was built for
+("sm_75", ..., "sm_90a"), or raises ToolMissing when cuobjdump (or the nvdisasm it calls)
+is not installed: the checks then report themselves skipped (exit 77). No GPU is needed,
+so the checks run in CI. demangle(names) makes kernel names readable for messages.
 """
 import os
 import re
@@ -84,6 +85,33 @@ def disassemble(library, cuobjdump=""):
         raise RuntimeError(f"{tool} -sass {library} exited with {result.returncode}:\n"
                            f"{result.stdout[-2000:]}")
     return parse_sass(result.stdout)
+
+
+def has_ptx(library, cuobjdump=""):
+    """Whether `library` embeds PTX (cuobjdump -lptx lists it): a build for a virtual
+    architecture holds PTX and no machine code."""
+    given = cuobjdump if cuobjdump and "NOTFOUND" not in cuobjdump else ""
+    tool = given if given and Path(given).is_file() else find_tool("cuobjdump")
+    if not tool:
+        return False
+    result = subprocess.run([tool, "-lptx", str(library)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return result.returncode == 0 and ".ptx" in result.stdout
+
+
+def demangle(names):
+    """{mangled: readable} for kernel names, through c++filt (binutils) or cu++filt (the CUDA
+    toolkit); a name stays as it is where neither is installed."""
+    names = sorted(set(names))
+    tool = find_tool("c++filt") or find_tool("cu++filt")
+    if not tool or not names:
+        return {name: name for name in names}
+    result = subprocess.run([tool], input="\n".join(names) + "\n", stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    readable = result.stdout.splitlines()
+    if result.returncode != 0 or len(readable) != len(names):
+        return {name: name for name in names}
+    return dict(zip(names, readable))
 
 
 def is_local_memory(op):
