@@ -166,9 +166,7 @@ def main():
         return 1
     if not functions:
         if sass.has_ptx(args.library, args.cuobjdump):
-            print(f"SKIPPED: {args.library} holds PTX only (a build for a virtual architecture, "
-                  "such as CUDA_ARCHS=75-virtual): there is no machine code to check until the "
-                  "driver compiles it")
+            print(f"SKIPPED: {sass.ptx_only_message(args.library)}")
             return sass.SKIP
         print(f"FAILED: no GPU machine code in {args.library}")
         return 1

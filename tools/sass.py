@@ -99,6 +99,13 @@ def has_ptx(library, cuobjdump=""):
     return result.returncode == 0 and ".ptx" in result.stdout
 
 
+def ptx_only_message(library):
+    """The skip reason for a library built as PTX only (has_ptx, and no machine code)."""
+    return (f"{library} holds PTX only (a build for a virtual architecture, such as "
+            "CUDA_ARCHS=75-virtual): there is no machine code to check until the driver "
+            "compiles it")
+
+
 def demangle(names):
     """{mangled: readable} for kernel names, through c++filt (binutils) or cu++filt (the CUDA
     toolkit); a name stays as it is where neither is installed."""

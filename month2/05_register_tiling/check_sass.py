@@ -63,6 +63,9 @@ def main():
     except RuntimeError as error:
         print(f"FAILED: {error}")
         return 1
+    if not functions and sass.has_ptx(args.library, args.cuobjdump):
+        print(f"SKIPPED: {sass.ptx_only_message(args.library)}")
+        return SKIP
     kernels = {key: ops for key, ops in functions.items() if ALL_KERNELS.search(key[1])}
     two_d = {key: ops for key, ops in kernels.items() if KERNEL_2D in key[1]}
     if not two_d:
