@@ -155,17 +155,6 @@ inline std::map<std::string, double>& conv_bench_seconds() {
   return results;
 }
 
-// What every row of the course's own kernels needs for its input type: bfloat16 tensor cores
-// (compute capability 8.0) for __nv_bfloat16.
-template <typename Input>
-std::string conv_input_type_shortfall() {
-  if constexpr (std::is_same_v<Input, __nv_bfloat16>) {
-    return compute_capability_shortfall(8, 0, "bfloat16 tensor cores: A100, RTX 30xx and newer");
-  } else {
-    return "";
-  }
-}
-
 template <typename Input>
 void run_conv_row(benchmark::State& state, const std::string& family, const ConvRowOf<Input>& row,
                   const ConvCase& layer, ConvLayout layout) {
@@ -173,7 +162,7 @@ void run_conv_row(benchmark::State& state, const std::string& family, const Conv
   try {
     // Before the inputs and the reference are made: a row this GPU cannot run costs nothing.
     if (row.requirement && !runnable(state, row.requirement())) return;
-    if (!runnable(state, conv_input_type_shortfall<Input>())) return;
+    if (!runnable(state, element_type_shortfall<Input>())) return;
     const ConvBenchProblem<Input>& p = conv_bench_problem<Input>(layer, layout);
     const ConvShape& s = p.shape;
     auto x = DeviceBuffer<Input>::from_host(p.x);

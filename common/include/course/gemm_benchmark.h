@@ -232,17 +232,6 @@ SquareGemm<Input> square(GemmFnOf<Input> gemm) {
                 cudaStream_t stream) { gemm(n, n, n, alpha, A, B, beta, C, stream); };
 }
 
-// What every row of the course's own kernels needs for its input type: bfloat16 tensor cores
-// (compute capability 8.0) for __nv_bfloat16; nothing more for float and __half.
-template <typename Input>
-std::string input_type_shortfall() {
-  if constexpr (std::is_same_v<Input, __nv_bfloat16>) {
-    return compute_capability_shortfall(8, 0, "bfloat16 tensor cores: A100, RTX 30xx and newer");
-  } else {
-    return "";
-  }
-}
-
 // The last step_ row of `rows`: the one the speedup counter compares with.
 template <typename Rows>
 std::string last_step(const Rows& rows) {
@@ -315,7 +304,7 @@ void register_tensor_core_gemm_rows(
   for (const auto& [impl, gemm] : rows) {
     Requirement needs = [requirement, impl = impl]() {
       std::string shortfall = requirement ? requirement(impl) : std::string();
-      return shortfall.empty() ? detail::input_type_shortfall<Input>() : shortfall;
+      return shortfall.empty() ? element_type_shortfall<Input>() : shortfall;
     };
     detail::register_gemm_row<Input>(family, inputs, impl, previous_step,
                                      detail::square<Input>(gemm), sizes, needs);
