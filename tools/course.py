@@ -17,6 +17,7 @@ counted in the same folder.
 """
 import argparse
 import datetime
+import difflib
 import hashlib
 import json
 import os
@@ -109,13 +110,23 @@ def all_exercises():
 
 
 def find_exercise(name, exercises):
-    """m1_01, m1_01_vector_add, m1.01 and month1/01_vector_add all name exercise 1 of month 1."""
+    """m1_01, m1_01_vector_add, m1.01, m1.1, m1_1 and month1/01_vector_add all name exercise 1
+    of month 1. An unknown name gets the nearest ones as suggestions, then the whole list."""
     wanted = name.strip().rstrip("/").replace(".", "_")
+    short = re.fullmatch(r"m(\d+)_(\d)", wanted)  # m3_5 (from m3.5): one digit for the number
+    if short:
+        wanted = f"m{short.group(1)}_{int(short.group(2)):02d}"
     for exercise in exercises:
         if wanted in (exercise.id, exercise.short, exercise.folder.as_posix().replace(".", "_")):
             return exercise
+    names = {n: e for e in exercises for n in (e.short, e.tag, e.id, e.name)}
+    nearest = difflib.get_close_matches(name.strip(), list(names), n=3, cutoff=0.6)
+    suggestion = ""
+    if nearest:
+        picked = list(dict.fromkeys(names[n].short for n in nearest))
+        suggestion = f" Did you mean {' or '.join(picked)}?"
     valid = "\n".join(f"  {e.short:7} {e.id:28} {e.lesson}" for e in exercises)
-    raise UsageError(f"unknown exercise '{name}'. The exercises are:\n{valid}")
+    raise UsageError(f"unknown exercise '{name}'.{suggestion} The exercises are:\n{valid}")
 
 
 # ---------------------------------------------------------------------------- the build
@@ -519,6 +530,12 @@ def command_hint(args, exercises):
     levels = parse_hints(path)
     seen_file = progress_dir() / f"{exercise.id}.hints.json"
     seen = read_json(seen_file, {}).get("shown", 0)
+    if args.list:  # the titles only: which level to ask for, without reading any of them
+        print(f"{exercise.title}: {len(levels)} hints, the gentlest first")
+        for number, (title, _) in enumerate(levels, 1):
+            print(f"  {number:2}. {title}{'  (seen)' if number <= seen else ''}")
+        print(f"(./course hint {exercise.short} --level N shows one)")
+        return 0
     level = args.level if args.level is not None else min(seen + 1, len(levels))
     if not 1 <= level <= len(levels):
         raise UsageError(f"{exercise.title} has hints 1 to {len(levels)}, not {level}")
@@ -705,6 +722,7 @@ def parser():
     sub = add("hint", command_hint, "the next hint for an exercise, one level at a time")
     sub.add_argument("exercise", nargs="?", metavar="EXERCISE")
     sub.add_argument("--level", type=int, help="show this hint level again")
+    sub.add_argument("--list", action="store_true", help="list the hints' titles, showing none of them")
     sub = add("watch", command_watch, "grade again each time you save a file of the exercise")
     sub.add_argument("exercise", nargs="?", metavar="EXERCISE")
     sub.add_argument("--interval", type=float, default=1.0, help="seconds between looks at the files")

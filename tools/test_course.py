@@ -116,8 +116,15 @@ class NeedsLineTest(unittest.TestCase):
 class NamesTest(unittest.TestCase):
     def test_the_forms_of_an_exercise_name(self):
         exercises = course.all_exercises()
-        for name in ("m2_08", "m2.08", "m2_08_hopper_gemm", "month2/08_hopper_gemm"):
+        for name in ("m2_08", "m2.08", "m2.8", "m2_8", "m2_08_hopper_gemm", "month2/08_hopper_gemm"):
             self.assertEqual(course.find_exercise(name, exercises).short, "m2_08", name)
+
+    def test_a_typo_gets_the_nearest_names(self):
+        exercises = course.all_exercises()
+        with self.assertRaisesRegex(course.UsageError, r"Did you mean m3_06\?"):
+            course.find_exercise("autograd_cov", exercises)
+        with self.assertRaisesRegex(course.UsageError, r"unknown exercise 'flash_attention'\. The exercises are"):
+            course.find_exercise("flash_attention", exercises)
 
 
 if __name__ == "__main__":
