@@ -327,8 +327,8 @@ def skip_reason(output):
         if line.rstrip().endswith(": Skipped") and index + 1 < len(lines) and lines[index + 1].strip():
             return lines[index + 1].strip()
         match = re.match(r"\s*SKIPPED: (.+)", line)
-        if match:
-            return match.group(1).strip()
+        if match:  # the Python runner counts the tests that share a reason: "... (4 tests)"
+            return re.sub(r"\s*\(\d+ tests?\)$", "", match.group(1).strip())
     return "skipped (no reason given)"
 
 

@@ -82,6 +82,12 @@ class GradeStatesTest(unittest.TestCase):
         self.assertEqual(course.state_of(self.wmma), "blocked")
         self.assertIn(course.state_of(self.wmma), course.MOVES_ON)
 
+    def test_classes_that_share_a_fix_show_it_once(self):
+        verdict, text = self.grade(self.wmma, [result("a", "skipped", f"SKIPPED: {FIXABLE_SKIP} (4 tests)\n"),
+                                               result("b", "skipped", f"SKIPPED: {FIXABLE_SKIP}\n")])
+        self.assertTrue(verdict)
+        self.assertEqual(text.count("to fix:"), 1)
+
     def test_a_skip_without_a_known_reason_is_not_graded(self):
         verdict, text = self.grade(self.wmma, [result("a", "passed"), result("b", "skipped", f"x.cu:1: Skipped\n{NO_GPU_SKIP}\n")])
         self.assertFalse(verdict)
