@@ -575,7 +575,11 @@ class Conv2dModuleCpuTest(unittest.TestCase):
 
     def test_from_torch_and_convert_module(self):
         conv = module()
-        model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 2, 1, bias=False))
+        # Strided, dilated and asymmetric layers, as in real networks: a from_torch that drops
+        # an option gives outputs of the wrong shape or values.
+        model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=(1, 2), dilation=(1, 2)), nn.ReLU(),
+                              nn.Conv2d(4, 2, 1, bias=False), nn.ReLU(),
+                              nn.Conv2d(2, 3, (3, 2), stride=(1, 2), padding=1, dilation=2))
         x = random_tensor((2, 3, 8, 7), SEED + 1800)
         expected = model(x)
         one = call(conv.Conv2d.from_torch, model[0], hint=HINT_DROPIN)
@@ -583,6 +587,9 @@ class Conv2dModuleCpuTest(unittest.TestCase):
         self.assertIsNot(one.weight, model[0].weight, f"from_torch must copy the parameters. {HINT_DROPIN}")
         testing.assert_close(call(one, x, hint=HINT_DROPIN), model[0](x), rtol=1e-5, atol=1e-5,
                              what="Conv2d.from_torch(conv)(x)", hint=HINT_DROPIN)
+        for option in ("stride", "padding", "dilation", "kernel_size"):
+            self.assertEqual(getattr(one, option), getattr(model[0], option),
+                             f"from_torch must keep the layer's {option}. {HINT_DROPIN}")
         converted = call(conv.convert_module, model, hint=HINT_DROPIN)
         self.assertTrue(all(type(m) is not nn.Conv2d for m in converted.modules()), HINT_DROPIN)
         testing.assert_close(call(converted, x, hint=HINT_DROPIN), expected, rtol=1e-5, atol=1e-5,
