@@ -149,7 +149,7 @@ import torch  # noqa: E402
 
 built_for = torch.version.cuda
 # pip keeps an installed torch ("already satisfied") unless it is uninstalled first.
-replace = "python3 -m pip uninstall -y torch && " + command
+replace = requirements.cuda_torch_replace_command(nvcc[0] if nvcc else None)
 if built_for is None:
     print(f"install-deps: this environment's PyTorch {torch.__version__} has no CUDA. For a "
           f"CUDA build ({toolkit}):\n    {replace}")

@@ -37,6 +37,9 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "common" / "python"))
+from course_harness import requirements  # noqa: E402  (the skip wordings; it imports no torch)
+
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".h", ".py"}
 TODO_TAG = re.compile(r"TODO\((m\d+\.\d\d[a-z]?)\)")
 EXERCISE_DIR = re.compile(r"^month(\d+)/(\d\d)_([a-z0-9_]+)$")
@@ -271,7 +274,7 @@ def run_ctest(build_dir, *selection):
 
 # A skip that says this GPU lacks what the test needs (course/requirements.h's wording): fine
 # on a GPU that is older than the test's requirement, or emulates one (COURSE_COMPUTE_CAPABILITY).
-MACHINE_LIMIT = re.compile(r"needs compute capability \d+\.\d+|needs \d+ KiB of shared memory per block")
+MACHINE_LIMIT = requirements.MACHINE_LIMIT
 
 
 def failures_without_todo(failed):

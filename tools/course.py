@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "common" / "python"))
+from course_harness import requirements  # noqa: E402  (the skip wordings; it imports no torch)
 EXERCISE_DIR = re.compile(r"^month(\d+)/(\d\d)_([a-z0-9_]+)$")
 TODO_TAG = re.compile(r"TODO\(m\d+\.\d\d[a-z]?\)")
 # Source files a change of which means "rebuild and grade again" in watch mode.
@@ -334,8 +336,8 @@ def skip_reason(output):
 
 # How a skipped test says why (course/requirements.h and course_harness/requirements.py word
 # them): this machine lacks something, or the learner can fix something with a command.
-MACHINE_LIMIT = re.compile(r"needs compute capability \d+\.\d+|needs \d+ KiB of shared memory per block")
-FIXABLE = re.compile(r";\s*to fix:\s*(.+?)\s*$")
+MACHINE_LIMIT = requirements.MACHINE_LIMIT
+FIXABLE = requirements.FIX_COMMAND
 
 
 def classify_skips(reasons):

@@ -255,17 +255,6 @@ def is_wsl():
         return False
 
 
-def find_nvcc():
-    """The nvcc requirements.nvcc_cuda_version() asks (the same order), for its path."""
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
-        if home and os.path.isfile(os.path.join(home, "bin", "nvcc")):
-            return os.path.join(home, "bin", "nvcc")
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    return "/usr/local/cuda/bin/nvcc" if os.path.isfile("/usr/local/cuda/bin/nvcc") else None
-
-
 def read_text(path):
     try:
         return Path(path).read_text(errors="replace")
@@ -682,7 +671,7 @@ def diagnose(build_dir):
     """Every item, in the order printed."""
     cache = cmake_cache(build_dir)
     nvcc = requirements.nvcc_cuda_version()
-    nvcc_path = find_nvcc()
+    nvcc_path = requirements.find_nvcc()
     items = [check_compiler(cache, nvcc_path, nvcc, build_dir), check_cmake(),
              check_nvcc(nvcc_path, nvcc)]
 

@@ -68,20 +68,11 @@ void fail(benchmark::State& state, const std::exception& error) {
   }
 }
 
-bool runnable(benchmark::State& state, const std::string& shortfall) {
-  if (shortfall.empty()) return true;
-  not_runnable(state, shortfall);
-  return false;
-}
-
 benchmark::internal::Benchmark* register_row(const std::string& name,
-                                             std::function<void(benchmark::State&)> body,
-                                             Requirement requirement) {
+                                             std::function<void(benchmark::State&)> body) {
   return benchmark::RegisterBenchmark(
-      name.c_str(),
-      [body = std::move(body), requirement = std::move(requirement)](benchmark::State& state) {
+      name.c_str(), [body = std::move(body)](benchmark::State& state) {
         try {
-          if (requirement && !runnable(state, requirement())) return;
           body(state);
         } catch (const std::exception& error) {
           fail(state, error);

@@ -19,20 +19,17 @@
 // Rows this GPU cannot run: every row runs on compute capability 7.5 and newer, but the
 // tuning steps' tiles take 37 to 192 KiB of shared memory per block (4 stages of 128 x 256
 // x 64 take 192 KiB), and a GPU allows at most 64 KiB (T4), 99 KiB (RTX 3090, 4090), 163 KiB
-// (A100) or 227 KiB (H100, H200). A step whose tile needs more than this GPU allows is
-// listed as "not runnable on this GPU", with what it needs, and is not timed; the others
-// are timed as usual. Part 3's own tile (mma_gemm) takes 64 KiB, which every GPU has.
+// (A100) or 227 KiB (H100, H200). The launcher checks before it opts in, so a step whose tile
+// needs more than this GPU allows is listed as "not runnable on this GPU", with what it needs,
+// and is not timed. Part 3's own tile (mma_gemm) takes 64 KiB, which every GPU has.
 #include <cuda_fp16.h>
 
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "course/benchmark.h"
 #include "course/gemm_benchmark.h"
-#include "course/requirements.h"
-#include "mma_gemm_pipeline.h"
 #include "mma_gemm_tuning.h"
 #include "wmma_gemm.h"
 
@@ -52,50 +49,6 @@ std::vector<std::pair<std::string, course::GemmFn>> previous_step() {
 
 using Fp16Rows = std::vector<std::pair<std::string, course::GemmFnOf<__half>>>;
 
-using course::SharedLayout;
-using course::mma_gemm_pipeline::MmaTile;
-using course::mma_gemm_pipeline::TunedTile;
-
-// The shared memory of a block of mma_gemm's kernel: `stages` stages, each a block_m x block_k
-// tile of A and a block_k x block_n tile of B in halves, every row 8 halves longer in the
-// padded layout. The sum MmaTile::kSharedBytes makes (mma_gemm_pipeline.h), checked here:
-constexpr int tile_shared_bytes(int block_m, int block_n, int block_k, int stages, bool padded) {
-  const int pad = padded ? 8 : 0;
-  return stages * (block_m * (block_k + pad) + block_k * (block_n + pad)) * 2;
-}
-static_assert(tile_shared_bytes(128, 256, 32, 2, true) ==
-              MmaTile<128, 256, 32, 64, 64, 2, SharedLayout::padded>::kSharedBytes);
-static_assert(tile_shared_bytes(128, 256, 64, 4, false) ==
-              MmaTile<128, 256, 64, 64, 64, 4, SharedLayout::swizzled>::kSharedBytes);
-static_assert(tile_shared_bytes(128, 128, 32, 4, false) == TunedTile::kSharedBytes);
-
-std::string tile_shortfall(int block_m, int block_n, int block_k, int stages, bool padded) {
-  return course::shared_memory_shortfall(
-      static_cast<std::size_t>(tile_shared_bytes(block_m, block_n, block_k, stages, padded)),
-      std::to_string(stages) + " stages of a " + std::to_string(block_m) + " x " +
-          std::to_string(block_n) + " x " + std::to_string(block_k) + " tile" +
-          (padded ? ", padded" : ""));
-}
-
-// A tuning step's requirement, read from its name, which spells its tile:
-// "warp64x64_block128x256_k64x4_swizzled" is 4 stages of a 128 x 256 block tile 64 deep. A row
-// of another name (part 2) needs nothing more; a launcher that finds the GPU short says so too.
-std::string tuning_step_shortfall(const std::string& impl) {
-  int warp_m = 0, warp_n = 0, block_m = 0, block_n = 0, block_k = 0, stages = 0;
-  char layout[16] = {};
-  if (std::sscanf(impl.c_str(), "warp%dx%d_block%dx%d_k%dx%d_%15s", &warp_m, &warp_n, &block_m,
-                  &block_n, &block_k, &stages, layout) != 7) {
-    return "";
-  }
-  return tile_shortfall(block_m, block_n, block_k, stages, std::string(layout) == "padded");
-}
-
-// Part 3 (solution and yours) launches TunedTile: 4 stages of 128 x 128 x 32, 64 KiB.
-std::string mma_gemm_shortfall(const std::string&) {
-  return tile_shortfall(TunedTile::kBlockM, TunedTile::kBlockN, TunedTile::kBlockK,
-                        TunedTile::kStages, TunedTile::kLayout == SharedLayout::padded);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,12 +66,11 @@ int main(int argc, char** argv) {
   course::bench::register_tensor_core_gemm_rows<__half>(
       "mma_gemm", previous_step(),
       Fp16Rows{{"solution", course::solution::mma_gemm}, {"exercise", course::exercise::mma_gemm}},
-      sizes, mma_gemm_shortfall);
+      sizes);
   Fp16Rows steps = {{"part2_wmma_gemm", course::solution::wmma_gemm}};
   for (const auto& step : course::solution::tuning::mma_tuning_steps()) {
     steps.emplace_back(step.name, step.gemm);
   }
-  course::bench::register_tensor_core_gemm_rows<__half>("mma_gemm_steps", {}, steps, sizes,
-                                                        tuning_step_shortfall);
+  course::bench::register_tensor_core_gemm_rows<__half>("mma_gemm_steps", {}, steps, sizes);
   return course::bench::run_benchmarks(argc, argv);
 }

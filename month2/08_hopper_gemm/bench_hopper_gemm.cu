@@ -12,9 +12,9 @@
 // (sampled rows) before it is timed. The shared benchmark is course/gemm_benchmark.h.
 //
 // wgmma and the TMA exist on a Hopper GPU only (compute capability 9.0: H100, H200). On any
-// other GPU the solution and exercise rows are listed as "not runnable on this GPU", with
-// that reason, and not timed; cuBLAS and the mma.sync step are timed as usual, so the table
-// still shows what this GPU's tensor cores do.
+// other GPU the launcher refuses, and the solution and exercise rows are listed as "not
+// runnable on this GPU", with that reason, and not timed; cuBLAS and the mma.sync step are
+// timed as usual, so the table still shows what this GPU's tensor cores do.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -24,22 +24,11 @@
 
 #include "course/benchmark.h"
 #include "course/gemm_benchmark.h"
-#include "course/requirements.h"
 #include "hopper_gemm.h"
 
 #if defined(COURSE_HAVE_WMMA)
 #include "wmma_gemm.h"  // m2.07, the previous step
 #endif
-
-namespace {
-
-// The solution and exercise rows run wgmma and the TMA; the mma.sync step runs anywhere.
-std::string hopper_shortfall(const std::string& impl) {
-  if (impl != "solution" && impl != "exercise") return "";
-  return course::compute_capability_shortfall(9, 0, "wgmma and the TMA: H100, H200");
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<int> sizes = {1024, 2048, 4096, 8192};
@@ -49,12 +38,11 @@ int main(int argc, char** argv) {
 #endif
   fp16_rows.emplace_back("solution", course::solution::hopper_gemm);
   fp16_rows.emplace_back("exercise", course::exercise::hopper_gemm);
-  course::bench::register_tensor_core_gemm_rows<__half>("hopper_gemm", {}, fp16_rows, sizes,
-                                                        hopper_shortfall);
+  course::bench::register_tensor_core_gemm_rows<__half>("hopper_gemm", {}, fp16_rows, sizes);
   course::bench::register_tensor_core_gemm_rows<__nv_bfloat16>(
       "hopper_gemm_bf16", {},
       {{"solution", course::solution::hopper_gemm_bf16},
        {"exercise", course::exercise::hopper_gemm_bf16}},
-      sizes, hopper_shortfall);
+      sizes);
   return course::bench::run_benchmarks(argc, argv);
 }

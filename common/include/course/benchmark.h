@@ -30,13 +30,10 @@
 //
 // Rows this GPU cannot run. A row that needs more than this GPU has (a newer compute
 // capability, more shared memory per block than it allows) is neither timed nor failed: it
-// says "not runnable on this GPU" and why, and the program still exits 0.
-//
-//   if (!course::bench::runnable(state, course::shared_memory_shortfall(bytes, "..."))) return;
-//
-// checks before anything runs (course/requirements.h gives the reasons), and measure(), the
-// GEMM and convolution rows and every row registered with register_row() turn a
-// course::UnsupportedDevice that a launcher throws into the same verdict. Google Benchmark
+// says "not runnable on this GPU" and why, and the program still exits 0. The launchers
+// check what their kernels need (course/requirements.h) and throw course::UnsupportedDevice
+// with the reason; measure(), the GEMM and convolution rows and every row registered with
+// register_row() turn that into this verdict. Google Benchmark
 // reports such a row as skipped with an error message that starts with kNotRunnablePrefix,
 // which is how tools/run_benchmarks.py and the Python benchmarks (benchmarking.NOT_RUNNABLE)
 // tell it from a failure: the table shows the reason and leaves the row out of every ratio.
@@ -138,22 +135,11 @@ inline constexpr const char* kNotRunnablePrefix = "not runnable on this GPU: ";
 // a failure (the program's exit status stays 0).
 void not_runnable(benchmark::State& state, const std::string& reason);
 
-// True when `shortfall` is empty, as course::compute_capability_shortfall and
-// course::shared_memory_shortfall return it for a GPU that has what a kernel needs;
-// otherwise marks the row not runnable with that reason and returns false.
-bool runnable(benchmark::State& state, const std::string& shortfall);
-
-// What a row needs beyond what every GPU of the course has: "" when this GPU can run it,
-// otherwise why not. Called when the row runs (it may ask the GPU), before anything else.
-using Requirement = std::function<std::string()>;
-
 // Registers a row "<name>" whose body may throw: what it throws becomes the row's verdict
-// (fail(state, error) above) instead of ending the program. With a requirement, the row is
-// checked first and is not runnable when it is not met. Returns Google Benchmark's handle,
-// for ->Arg(...) and the rest.
+// (fail(state, error) above) instead of ending the program. Returns Google Benchmark's
+// handle, for ->Arg(...) and the rest.
 benchmark::internal::Benchmark* register_row(const std::string& name,
-                                             std::function<void(benchmark::State&)> body,
-                                             Requirement requirement = {});
+                                             std::function<void(benchmark::State&)> body);
 
 // Baseline: cudaMemcpy device to device of n floats, the practical DRAM bandwidth
 // ceiling for a kernel that streams memory. Registered as "<name>/n:<n>" rows.

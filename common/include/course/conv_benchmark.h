@@ -34,14 +34,12 @@
 // conv_fp32 ones): its counter is then named speedup_vs_<that family>, so the difference of
 // precision is in the name.
 //
-// Rows this GPU cannot run (course/benchmark.h): a row with a `requirement` is checked with it
-// first, the bfloat16 rows need compute capability 8.0 (bfloat16 tensor cores), and a
-// launcher that throws course::UnsupportedDevice makes its row not runnable too. Such a row
-// says why, is not timed and is not a failure.
+// Rows this GPU cannot run (course/benchmark.h): a launcher that throws
+// course::UnsupportedDevice (m3.05's bfloat16 kernels below compute capability 8.0, say)
+// makes its row not runnable: it says why, is not timed and is not a failure.
 #pragma once
 
 #include <benchmark/benchmark.h>
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -50,7 +48,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -61,7 +58,6 @@
 #include "course/device_buffer.h"
 #include "course/gemm_reference.h"
 #include "course/random.h"
-#include "course/requirements.h"
 #include "course/verify.h"
 
 namespace course::bench {
@@ -79,9 +75,6 @@ struct ConvRowOf {
   std::function<std::map<std::string, double>(const ConvShape&)> counters;
   // The family of the compare_with row, when it is not this row's own (another precision).
   std::string compare_family;
-  // What the row needs beyond what every GPU of the course has: "" when this GPU can run it,
-  // otherwise why not (course/requirements.h); empty: nothing more.
-  Requirement requirement;
 };
 using ConvRow = ConvRowOf<float>;  // NCHW float32 (m3.03, m3.04)
 
@@ -160,9 +153,6 @@ void run_conv_row(benchmark::State& state, const std::string& family, const Conv
                   const ConvCase& layer, ConvLayout layout) {
   state.SetLabel(precision_label<Input>());  // every row names its precision, run or not
   try {
-    // Before the inputs and the reference are made: a row this GPU cannot run costs nothing.
-    if (row.requirement && !runnable(state, row.requirement())) return;
-    if (!runnable(state, element_type_shortfall<Input>())) return;
     const ConvBenchProblem<Input>& p = conv_bench_problem<Input>(layer, layout);
     const ConvShape& s = p.shape;
     auto x = DeviceBuffer<Input>::from_host(p.x);
@@ -211,10 +201,11 @@ void register_conv_rows_as(const std::string& family, const std::vector<ConvRowO
                            ConvLayout layout = ConvLayout::nchw) {
   for (const ConvCase& layer : layers) {
     for (const ConvRowOf<Input>& row : rows) {
-      auto* bench = register_row(family + "/" + row.name + "/" + layer.name,
-                                 [family, row, layer, layout](benchmark::State& state) {
-                                   detail::run_conv_row<Input>(state, family, row, layer, layout);
-                                 });
+      auto* bench = benchmark::RegisterBenchmark(
+          (family + "/" + row.name + "/" + layer.name).c_str(),
+          [family, row, layer, layout](benchmark::State& state) {
+            detail::run_conv_row<Input>(state, family, row, layer, layout);
+          });
       bench->UseManualTime()->Unit(benchmark::kMillisecond);
     }
   }

@@ -35,12 +35,10 @@
 // the same seeded inputs every row gets. Then it times with course::bench::measure (warm-up, L2 flushed
 // before every iteration, CUDA events) and reports TFLOPS.
 //
-// Rows this GPU cannot run (course/benchmark.h): the course's bfloat16 rows need compute
-// capability 8.0 (bfloat16 tensor cores), checked before they run; register_tensor_core_gemm_rows
-// takes a RowRequirement for what a row needs beyond that (m2.07's tuning steps: their shared
-// memory; m2.08: a Hopper GPU); and a launcher that throws course::UnsupportedDevice makes its
-// row not runnable too. Such a row says why, is not timed and is not a failure. The library's
-// rows (cuBLAS) are never held back: they run on every GPU.
+// Rows this GPU cannot run (course/benchmark.h): a launcher that throws
+// course::UnsupportedDevice (m2.07's tuning steps whose tiles need more shared memory than the
+// GPU allows, m2.08 on anything but a Hopper) makes its row not runnable: it says why, is not
+// timed and is not a failure. The library's rows (cuBLAS) run on every GPU.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -55,7 +53,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -67,7 +64,6 @@
 #include "course/gemm_cublas.h"
 #include "course/gemm_reference.h"
 #include "course/random.h"
-#include "course/requirements.h"
 #include "course/verify.h"
 
 namespace course::bench {
@@ -161,16 +157,14 @@ using SquareGemm =
     std::function<void(int n, float alpha, const Input* A, const Input* B, float beta, float* C,
                        cudaStream_t stream)>;
 
-// One row: check what it needs, verify, time, then add the ratio counters where the
-// baselines ran. The row's inputs are the problem's values as `Input` elements.
+// One row: verify, time, then add the ratio counters where the baselines ran. The row's
+// inputs are the problem's values as `Input` elements.
 template <typename Input>
 void run_gemm_row(benchmark::State& state, Dtype inputs, const std::string& family,
                   const std::string& impl, const std::string& previous_step,
-                  const SquareGemm<Input>& square_gemm, const Requirement& requirement) {
+                  const SquareGemm<Input>& square_gemm) {
   state.SetLabel(precision_label<Input>());  // every row names its precision, run or not
   try {
-    // Before the inputs and the reference are made: a row this GPU cannot run costs nothing.
-    if (requirement && !runnable(state, requirement())) return;
     const int n = static_cast<int>(state.range(0));
     const GemmBenchProblem& p = gemm_bench_problem(n, inputs);
     auto A = DeviceBuffer<Input>::from_host(gemm_inputs_as<Input>(p.A));
@@ -216,11 +210,12 @@ void run_gemm_row(benchmark::State& state, Dtype inputs, const std::string& fami
 template <typename Input>
 void register_gemm_row(const std::string& family, Dtype inputs, const std::string& impl,
                        const std::string& previous_step, SquareGemm<Input> gemm,
-                       const std::vector<int>& sizes, Requirement requirement = {}) {
-  auto* row = register_row(family + "/" + impl, [family, inputs, impl, previous_step, gemm,
-                                                 requirement](benchmark::State& state) {
-    run_gemm_row<Input>(state, inputs, family, impl, previous_step, gemm, requirement);
-  });
+                       const std::vector<int>& sizes) {
+  auto* row = benchmark::RegisterBenchmark(
+      (family + "/" + impl).c_str(),
+      [family, inputs, impl, previous_step, gemm](benchmark::State& state) {
+        run_gemm_row<Input>(state, inputs, family, impl, previous_step, gemm);
+      });
   row->ArgName("n")->UseManualTime()->Unit(benchmark::kMillisecond);
   for (int n : sizes) row->Arg(n);
 }
@@ -269,22 +264,14 @@ inline void register_gemm_rows(const std::string& family,
   }
 }
 
-// What a row of the course's kernels needs from the GPU beyond what every GPU of the course
-// has, given the row's implementation name ("solution", a tuning step's name, ...): "" when
-// this GPU can run it, otherwise why not (course::shared_memory_shortfall,
-// course::compute_capability_shortfall).
-using RowRequirement = std::function<std::string(const std::string& impl)>;
-
 // The same for GEMMs with float16 or bfloat16 A and B (`Input`): "<family>/cublas_fp16" (or
 // cublas_bf16) first, then the float32 `steps` (previous steps, named step_<id>, run on the
-// same rounded values as floats), then the `rows`. See the top of this file. Each of `rows`
-// is checked first with `requirement` (when given), then with what its input type needs
-// (bfloat16: compute capability 8.0); a row whose check fails is not runnable on this GPU.
+// same rounded values as floats), then the `rows`. See the top of this file.
 template <typename Input>
 void register_tensor_core_gemm_rows(
     const std::string& family, const std::vector<std::pair<std::string, GemmFn>>& steps,
-    const std::vector<std::pair<std::string, GemmFnOf<Input>>>& rows, const std::vector<int>& sizes,
-    RowRequirement requirement = {}) {
+    const std::vector<std::pair<std::string, GemmFnOf<Input>>>& rows,
+    const std::vector<int>& sizes) {
   constexpr Dtype inputs = gemm_input_dtype<Input>();
   // The previous step may be a float32 GEMM (`steps`) or one of the same input type.
   const std::string previous_step =
@@ -302,12 +289,8 @@ void register_tensor_core_gemm_rows(
                                      detail::square<float>(gemm), sizes);
   }
   for (const auto& [impl, gemm] : rows) {
-    Requirement needs = [requirement, impl = impl]() {
-      std::string shortfall = requirement ? requirement(impl) : std::string();
-      return shortfall.empty() ? element_type_shortfall<Input>() : shortfall;
-    };
     detail::register_gemm_row<Input>(family, inputs, impl, previous_step,
-                                     detail::square<Input>(gemm), sizes, needs);
+                                     detail::square<Input>(gemm), sizes);
   }
 }
 

@@ -23,7 +23,6 @@
 // testing the course; a learner never needs it.
 #pragma once
 
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,7 +31,6 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "course/cuda_check.h"
 
@@ -139,17 +137,6 @@ inline std::string shared_memory_shortfall(std::size_t bytes, const std::string&
   if (bytes <= limit) return "";
   return "needs " + std::to_string((bytes + 1023) / 1024) + " KiB of shared memory per block (" +
          what + "); this GPU allows " + std::to_string(limit / 1024) + " KiB";
-}
-
-// What the course's tensor-core kernels need for their input type: bfloat16 tensor cores
-// (compute capability 8.0) for __nv_bfloat16; nothing more for float and __half.
-template <typename Element>
-std::string element_type_shortfall() {
-  if constexpr (std::is_same_v<Element, __nv_bfloat16>) {
-    return compute_capability_shortfall(8, 0, "bfloat16 tensor cores: A100, RTX 30xx and newer");
-  } else {
-    return "";
-  }
 }
 
 // Throws course::UnsupportedDevice when the GPU is older than major.minor.

@@ -14,9 +14,9 @@
 - HostTimer times rows that run on the CPU the same way, by the host's clock.
 - write_json() writes Google Benchmark's JSON format; ./course bench collects it.
 - A row this GPU cannot run (it needs a newer compute capability, or more shared memory per
-  block than the GPU allows) is neither timed nor failed: measure(..., requires=...) checks
-  first, and a call that raises the course's "needs ..." reason (course/requirements.h,
-  course_harness.requirements) is caught alike. Its message starts with NOT_RUNNABLE, the
+  block than the GPU allows) is neither timed nor failed: measure() catches the course's
+  "needs ..." reason that a launcher raises (course/requirements.h,
+  course_harness.requirements). Its message starts with NOT_RUNNABLE, the
   C++ benchmarks' prefix, and tools/run_benchmarks.py tables it as not runnable, with the
   reason, outside every ratio; finish() does not count it as a failure.
 """
@@ -24,13 +24,14 @@ import argparse
 import datetime
 import json
 import os
-import re
 import socket
 import statistics
 import sys
 import time
 
 import torch
+
+from . import requirements
 
 STATISTIC = "median"
 
@@ -40,9 +41,7 @@ NOT_RUNNABLE = "not runnable on this GPU: "
 
 # The wording of the course's reasons that a GPU lacks something (course/requirements.h and
 # course_harness.requirements; course/hopper.h), as a launcher's error carries it into Python.
-_SHORTFALL = re.compile(r"needs compute capability \d+\.\d+ \(|"
-                        r"needs \d+ KiB of shared memory per block \(|"
-                        r"needs a Hopper GPU")
+_SHORTFALL = requirements.MACHINE_LIMIT
 
 
 def device_facts():
@@ -143,11 +142,6 @@ def shortfall_in(error):
     return None
 
 
-def not_runnable(rows, name, reason, label=None):
-    """Appends a row this GPU cannot run, with the reason (not timed, not a failure)."""
-    rows.append({"name": name, "error": NOT_RUNNABLE + reason, **({"label": label} if label else {})})
-
-
 def is_not_runnable(row):
     """True for a row this GPU cannot run, as opposed to a failed one."""
     return row.get("error", "").startswith(NOT_RUNNABLE)
@@ -159,31 +153,21 @@ def describe_error(row):
     return row["error"] if is_not_runnable(row) else f"ERROR: {row['error']}"
 
 
-def measure(rows, timer, name, run, check=None, requires=None, **counters):
+def measure(rows, timer, name, run, check=None, **counters):
     """Checks run() with check(result) (which raises when it is wrong), then times it.
 
     Appends {"name", "ms", counters...} or {"name", "error"}. A counter given as a callable
     is called with the median time in milliseconds (e.g. lambda ms: flops / ms / 1e9).
     Returns the median in milliseconds, or None for a row without a time.
 
-    requires: what the row needs from the GPU, as a reason ("" when the GPU has it, e.g.
-    requirements.compute_capability_shortfall(8, 0, "bfloat16 tensor cores")) or a function
-    that returns one; with a reason the row is not runnable on this GPU and nothing is run.
-    A call that raises such a reason makes the row not runnable too.
+    A call that raises the reason of a GPU that lacks what the kernel needs ("needs compute
+    capability 8.0 (...)") makes the row not runnable on this GPU instead of failed.
     """
     label = counters.get("label") if isinstance(counters.get("label"), str) else None
 
     def untimed(error):  # a row without a time keeps its precision label
         rows.append({"name": name, "error": error, **({"label": label} if label else {})})
 
-    try:
-        shortfall = requires() if callable(requires) else requires
-    except Exception as error:
-        untimed(f"could not check what it needs: {first_line(error)}")
-        return None
-    if shortfall:
-        not_runnable(rows, name, shortfall, label)
-        return None
     try:
         result = run()
         if check is not None:

@@ -68,29 +68,38 @@ def require_compute_capability(major, minor, what):
         raise unittest.SkipTest(shortfall)
 
 
+# The two wordings, as ./course grade, the course checker and the benchmark tables read them:
+# what this GPU lacks (a launcher's error or a test's skip), and the command of a fixable skip.
+MACHINE_LIMIT = re.compile(r"needs compute capability \d+\.\d+|needs \d+ KiB of shared memory "
+                           r"per block|needs a Hopper GPU")
+FIX_COMMAND = re.compile(r";\s*to fix:\s*(.+?)\s*$")
+
+
 def skip_reason_with_fix(reason, command):
     """A skip the learner can fix: './course status' shows `command` as the way on."""
     return f"{reason}; to fix: {command}"
 
 
-def nvcc_cuda_version():
-    """(major, minor) of the CUDA toolkit's nvcc (CUDA_HOME, PATH, /usr/local/cuda), or None."""
-    candidates = []
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
-        if home:
-            candidates.append(os.path.join(home, "bin", "nvcc"))
+def find_nvcc():
+    """The CUDA toolkit's nvcc: CUDA_HOME, CUDA_PATH, PATH, then /usr/local/cuda; or None."""
+    candidates = [os.path.join(home, "bin", "nvcc")
+                  for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if home]
     candidates += [shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]
-    for nvcc in candidates:
-        if nvcc and os.path.isfile(nvcc):
-            try:
-                output = subprocess.run([nvcc, "--version"], stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, timeout=30).stdout
-            except (OSError, subprocess.SubprocessError):
-                continue
-            match = re.search(r"release (\d+)\.(\d+)", output)
-            if match:
-                return int(match.group(1)), int(match.group(2))
-    return None
+    return next((nvcc for nvcc in candidates if nvcc and os.path.isfile(nvcc)), None)
+
+
+def nvcc_cuda_version():
+    """(major, minor) of the CUDA toolkit's nvcc (find_nvcc()), or None."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return None
+    try:
+        output = subprocess.run([nvcc, "--version"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"release (\d+)\.(\d+)", output)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 # PyTorch's wheel index per CUDA major version: a wheel built for CUDA 12.6 runs with any 12.x
