@@ -20,6 +20,9 @@
 #   m1_01_vector_add_bench           the BENCHMARKS, linked to both, so one run times both
 #   m1_01_vector_add_exercise_all    your library, its tests and the benchmark: what
 #                                    `./course grade m1_01` builds, and nothing else
+#   m1_01_vector_add_solution_all    the reference library and its tests: what
+#                                    `./course test m1_01` builds (a Python exercise's
+#                                    two are empty: its tests build their extension)
 # Every GoogleTest case becomes a ctest test named
 #   <exercise|solution>/m1_01_vector_add/<Suite>.<Case>
 # with the labels month1, m1_01_vector_add, exercise|solution and gpu, so
@@ -35,12 +38,15 @@ add_custom_target(course_exercises)   # everything `./course grade` needs
 add_custom_target(course_solutions)   # the reference solutions and their tests
 add_custom_target(course_benchmarks)  # every benchmark binary
 
-# <id>_exercise_all: everything grading one exercise needs. Building one exercise at a time
-# keeps a grade to seconds, and a compile error in one exercise never blocks another.
+# <id>_exercise_all: everything grading one exercise needs; <id>_solution_all: everything its
+# reference tests need. Building one exercise at a time keeps a grade to seconds, and a
+# compile error in one exercise never blocks another.
 function(course_exercise_all_target id)
-  if(NOT TARGET ${id}_exercise_all)
-    add_custom_target(${id}_exercise_all)
-  endif()
+  foreach(impl exercise solution)
+    if(NOT TARGET ${id}_${impl}_all)
+      add_custom_target(${id}_${impl}_all)
+    endif()
+  endforeach()
 endfunction()
 
 # Gives every test gtest_discover_tests finds in <target> the given labels.
@@ -66,20 +72,51 @@ function(course_exercise_id out_id out_month)
 endfunction()
 
 # Whose earlier kernels an exercise built on earlier exercises uses (m3.04 calls your m2.05
-# SGEMM): `exercise` (yours, the default) or `solution` (the reference's), the same setting
-# as the Python exercises' COURSE_EARLIER_KERNELS environment variable, which also gives the
-# default here:  cmake -B build -DCOURSE_EARLIER_KERNELS=solution
-if(DEFINED ENV{COURSE_EARLIER_KERNELS} AND NOT "$ENV{COURSE_EARLIER_KERNELS}" STREQUAL "")
-  set(_course_earlier_default "$ENV{COURSE_EARLIER_KERNELS}")
-else()
-  set(_course_earlier_default "exercise")
-endif()
-set(COURSE_EARLIER_KERNELS "${_course_earlier_default}" CACHE STRING
+# SGEMM): `exercise` (yours, the default) or `solution` (the reference's). It is the setting
+# the Python exercises read from the environment at every run (COURSE_EARLIER_KERNELS=solution,
+# course_harness/paths.py); CMake reads it when it configures, so that m3.04 links the m2.05
+# library it names:
+#   - at every configure the environment's value, when set, wins over the cache, so
+#     `COURSE_EARLIER_KERNELS=solution cmake -B build` switches and says so; without it,
+#     `cmake -B build -DCOURSE_EARLIER_KERNELS=solution` sets it, and the cache keeps it;
+#   - ./course configures again before it builds whenever the build's value is not the
+#     environment's (`exercise` when unset): tools/course.py, configure_command();
+#   - ctest says so, before any test runs, when the environment asks for the other value than
+#     the build was configured with: a plain `cmake --build` does not configure again.
+string(STRIP "$ENV{COURSE_EARLIER_KERNELS}" _course_earlier_env)
+set(_course_earlier_doc
     "whose earlier kernels your exercises build on: exercise (yours) or solution (the reference)")
+if(NOT _course_earlier_env STREQUAL "" AND NOT _course_earlier_env MATCHES "^(exercise|solution)$")
+  message(FATAL_ERROR "the environment's COURSE_EARLIER_KERNELS must be exercise or solution, "
+                      "got ${_course_earlier_env}")
+elseif(NOT _course_earlier_env STREQUAL "")
+  if(DEFINED CACHE{COURSE_EARLIER_KERNELS}
+     AND NOT "$CACHE{COURSE_EARLIER_KERNELS}" STREQUAL _course_earlier_env)
+    message(STATUS "COURSE_EARLIER_KERNELS: ${_course_earlier_env} (the environment's; the build "
+                   "had $CACHE{COURSE_EARLIER_KERNELS})")
+  endif()
+  set(COURSE_EARLIER_KERNELS "${_course_earlier_env}" CACHE STRING "${_course_earlier_doc}" FORCE)
+else()
+  set(COURSE_EARLIER_KERNELS "exercise" CACHE STRING "${_course_earlier_doc}")
+endif()
 set_property(CACHE COURSE_EARLIER_KERNELS PROPERTY STRINGS exercise solution)
 if(NOT COURSE_EARLIER_KERNELS MATCHES "^(exercise|solution)$")
   message(FATAL_ERROR "COURSE_EARLIER_KERNELS must be exercise or solution, got ${COURSE_EARLIER_KERNELS}")
 endif()
+# The check ctest reads before any test (written at every configure, with its value).
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/course_earlier_kernels_check.cmake" @ONLY CONTENT [==[
+# Written by cmake/CourseExercise.cmake at configure time; ctest includes it before any test.
+string(STRIP "$ENV{COURSE_EARLIER_KERNELS}" _course_earlier_now)
+if(NOT _course_earlier_now STREQUAL "" AND NOT _course_earlier_now STREQUAL "@COURSE_EARLIER_KERNELS@")
+  message("COURSE_EARLIER_KERNELS=${_course_earlier_now}, but this build was configured with "
+          "@COURSE_EARLIER_KERNELS@, and CMake reads it when it configures: m3.04's exercise tests "
+          "run with the @COURSE_EARLIER_KERNELS@ m2.05 SGEMM (the Python exercises follow the "
+          "variable). Configure and build again (./course grade and ./course test do it themselves):")
+  message("  cmake @CMAKE_BINARY_DIR@ && cmake --build @CMAKE_BINARY_DIR@")
+endif()
+]==])
+set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
+             "${CMAKE_BINARY_DIR}/course_earlier_kernels_check.cmake")
 
 # Every file the learner edits has a twin under solutions/: stops the configure step when
 # one of FILES (relative to this exercise's folder) has none.
@@ -127,18 +164,14 @@ function(course_add_exercise)
     target_compile_definitions(${lib} PRIVATE COURSE_IMPL=${impl})
     target_link_libraries(${lib} PUBLIC course_common)
     add_dependencies(course_${impl}s ${lib})
-    if(impl STREQUAL "exercise")
-      add_dependencies(${id}_exercise_all ${lib})
-    endif()
+    add_dependencies(${id}_${impl}_all ${lib})
 
     if(EX_TESTS)
       add_executable(${lib}_test ${EX_TESTS})
       target_link_libraries(${lib}_test PRIVATE ${lib} course_test_support)
       target_compile_definitions(${lib}_test PRIVATE COURSE_IMPL=${impl})
       add_dependencies(course_${impl}s ${lib}_test)
-      if(impl STREQUAL "exercise")
-        add_dependencies(${id}_exercise_all ${lib}_test)
-      endif()
+      add_dependencies(${id}_${impl}_all ${lib}_test)
       gtest_discover_tests(${lib}_test
         TEST_PREFIX "${impl}/${id}/"
         DISCOVERY_TIMEOUT 60

@@ -13,7 +13,18 @@ Without a GPU (this runs in CI, as the ctest test course/check_structure):
     file are identical in its solution twin;
   - no kernel source (an exercise's SOURCES, skeleton and solution) reaches GoogleTest,
     Google Benchmark, cuBLAS or cuDNN headers through its includes unless it calls that
-    library itself.
+    library itself;
+  - every hints.md is in ./course hint's format: '## ' sections with '### ' steps, one
+    section for each lettered TODO of the exercise, naming only TODOs that exist;
+  - every lesson's "**Builds on:**" line (every month-3 lesson has one) names the earlier
+    exercises (mN.NN) its build compiles or links, no more, no fewer: from its CMakeLists.txt
+    (not COMPARES_WITH) and its load_extension.py / build_config.py (EARLIER_SOURCES,
+    EARLIER_EXTENSION), and what those build on in turn;
+  - tools/skeletons.json lists every committed file of every exercise folder (but *.md) with
+    its blob id, as tools/skeleton_manifest.py --write makes it (./course reset and status
+    compare with it). It is compared with the committed files (git's index), not the working
+    tree. A difference fails in CI (the environment variable CI set) and with
+    --strict-manifest; elsewhere it is a note, since a learner may commit work there.
 With --format (the ctest test course/clang_format; it needs clang-format, and reports
 itself skipped, exit status 77, without it):
   - the reference solutions' C++ and CUDA sources follow the repository's .clang-format.
@@ -28,6 +39,7 @@ With --gpu (on a machine with a GPU, after a build):
   - every exercise's solution tests pass, and none is skipped.
 """
 import argparse
+import ast
 import os
 import re
 import shutil
@@ -39,6 +51,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "common" / "python"))
 from course_harness import requirements  # noqa: E402  (the skip wordings; it imports no torch)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import skeleton_manifest  # noqa: E402  (tools/skeleton_manifest.py)
 
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".h", ".py"}
 TODO_TAG = re.compile(r"TODO\((m\d+\.\d\d[a-z]?)\)")
@@ -105,6 +119,53 @@ def check_structure(root):
             mirrored = path.relative_to(solutions).as_posix()
             if mirrored not in exercise_files:
                 problems.append(f"solutions/{mirrored}: mirrors no exercise file {mirrored}")
+    return problems
+
+
+def check_hints(root):
+    """Every exercise's hints.md is in ./course hint's format (see tools/course.py): each '## '
+    section has '### ' steps; each TODO a section names is in the exercise's files (all but
+    *.md); each lettered TODO there has a section."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from course import parse_hints  # the one parser of the format
+    problems = []
+    for folder in exercises(root):
+        rel = folder.relative_to(root).as_posix()
+        match = EXERCISE_DIR.match(rel)
+        if not match:
+            continue  # check_structure reports the name
+        prefix = f"m{int(match.group(1))}.{match.group(2)}"
+        tags = set()
+        for path in folder.rglob("*"):
+            if path.is_file() and path.suffix != ".md":
+                tags.update(tag for tag in TODO_TAG.findall(path.read_text(errors="replace"))
+                            if tag.startswith(prefix))
+        hints = folder / "hints.md"
+        if not hints.is_file():
+            if tags:
+                problems.append(f"{rel}: no hints.md for its TODOs")
+            continue
+        sections = parse_hints(hints)
+        if not sections:
+            problems.append(f"{rel}/hints.md: no '## ' section (one per TODO, each with '### ' steps)")
+        named = set()
+        for section in sections:
+            if not section.stepped:
+                problems.append(f"{rel}/hints.md: '## {section.title}' has no '### ' step")
+            for title, body in section.steps:
+                if section.stepped and not body:
+                    problems.append(f"{rel}/hints.md: '### {title}' of '## {section.title}' is empty")
+            for tag in section.tags:
+                if tag in named:
+                    problems.append(f"{rel}/hints.md: TODO({tag}) has two '## ' sections; make them "
+                                    "the '### ' steps of one")
+                named.add(tag)
+                if tag not in tags:
+                    problems.append(f"{rel}/hints.md: '## {section.title}' names TODO({tag}), "
+                                    "which is in none of the exercise's files")
+        for tag in sorted(tags - named):
+            if tag[-1].isalpha():
+                problems.append(f"{rel}/hints.md: no '## ' section for TODO({tag})")
     return problems
 
 
@@ -213,6 +274,193 @@ def check_given_code(root):
                                   min(len(a), len(b)))
                     problems.append(f"{rel}:{line + 1 + offset}: the given block differs from "
                                     f"solutions/{rel}:{twin_line + 1 + offset}")
+    return problems
+
+
+def check_skeleton_manifest(root, strict):
+    """tools/skeletons.json matches the committed files of the exercise folders. `strict`:
+    a difference is a problem (CI, a maintainer); otherwise one note, since on a learner's
+    machine their committed work differs from the skeleton by design."""
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        return []  # a copy without git: the committed files are not known here
+    try:
+        skeleton_manifest.load(root)  # broken or missing: a problem everywhere
+    except skeleton_manifest.ManifestError as error:
+        return [str(error)]
+    differences = skeleton_manifest.check(root)
+    fix = f"run {skeleton_manifest.WRITE_COMMAND} and commit {skeleton_manifest.MANIFEST}"
+    if strict:
+        return [f"{line}; {fix}" for line in differences]
+    if differences:
+        shown = "; ".join(differences[:3]) + ("; ..." if len(differences) > 3 else "")
+        print(f"course check: note: {len(differences)} committed file(s) of the exercise folders differ "
+              f"from {skeleton_manifest.MANIFEST} ({shown}). Expected where you committed your own work; "
+              f"a maintainer who changed a skeleton must {fix} (CI fails on it).")
+    return []
+
+
+def strict_manifest_wanted(flag):
+    """--strict-manifest, or a CI service (they set CI=true)."""
+    return flag or os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+# "Builds on": what an exercise's build compiles or links from earlier exercises, and the line
+# of its lesson that says so, right under its **Needs:** line:
+#     **Builds on:** your m3.05 (conv2d_implicit_gemm.cu), m3.04, ... compiled into its extension
+# The exercises (mN.NN) the line names must be the ones its build uses, found in
+#   - its CMakeLists.txt: the libraries of other exercises it links, <id>_${COURSE_EARLIER_KERNELS},
+#     <id>_exercise or <id>_solution (COMPARES_WITH names the benchmark's previous step, not a
+#     part of the build: it does not count);
+#   - its load_extension.py and build_config.py (the Python exercises build their extension when
+#     their tests run): EARLIER_SOURCES, the (exercise, file) pairs it compiles, and
+#     EARLIER_EXTENSION, the exercise whose extension it loads;
+# and through those, what they build on in turn (m3.07 loads m3.06's extension, which compiles
+# m3.05, m3.04, m3.03 and m2.05). Every lesson of BUILDS_ON_MONTHS has the line, and so does any
+# exercise whose build uses an earlier one.
+BUILDS_ON_LINE = re.compile(r"^\*\*Builds on:\*\*(.*)$")
+BUILDS_ON_MONTHS = {3}
+NAMED_EXERCISE = re.compile(r"\bm(\d+)\.(\d\d)\b")
+LINKED_EXERCISE = re.compile(r"\bm(\d+)_(\d\d)_[a-z0-9_]+?_(?:\$\{COURSE_EARLIER_KERNELS\}|exercise|solution)\b")
+DECLARED_EXERCISE = re.compile(r"^(?:m(\d+)[._](\d\d)|month(\d+)/(\d\d)_[a-z0-9_]+)$")
+BUILD_DECLARATIONS = ("load_extension.py", "build_config.py")
+
+
+def exercise_tag(folder, root):
+    """m3.06 for <root>/month3/06_autograd_conv, None for a folder of another name."""
+    match = EXERCISE_DIR.match(folder.relative_to(root).as_posix())
+    return f"m{int(match.group(1))}.{match.group(2)}" if match else None
+
+
+def linked_exercises(folder, own_tag):
+    """The tags of the other exercises whose libraries the CMakeLists.txt of `folder` links."""
+    path = folder / "CMakeLists.txt"
+    if not path.is_file():
+        return set()
+    text = re.sub(r"#[^\n]*", "", path.read_text(errors="replace"))  # comments
+    found = {f"m{int(m.group(1))}.{m.group(2)}" for m in LINKED_EXERCISE.finditer(text)}
+    return found - {own_tag}
+
+
+def module_constant(path, name):
+    """The literal value of the module-level assignment `name = ...` in the Python file `path`
+    (read with ast, never run), or None when it has none. Raises ValueError when it is not a
+    literal, SyntaxError when the file does not parse."""
+    tree = ast.parse(path.read_text(errors="replace"), str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def declared_exercises(root, folder):
+    """(tags, problems): the exercises that the Python build of `folder` declares it compiles
+    (EARLIER_SOURCES) or loads (EARLIER_EXTENSION), and what is wrong with the declarations."""
+    tags, problems = set(), []
+
+    def tag_of(name, where):
+        match = DECLARED_EXERCISE.match(str(name))
+        if not match:
+            problems.append(f"{where}: {name!r} names no exercise (m3_05 or month3/05_implicit_gemm)")
+            return None
+        month, number = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        candidates = sorted((root / f"month{int(month)}").glob(f"{number}_*/CMakeLists.txt"))
+        if not candidates:
+            problems.append(f"{where}: {name!r} names no exercise folder of this course")
+            return None
+        return f"m{int(month)}.{number}", candidates[0].parent
+
+    for file_name in BUILD_DECLARATIONS:
+        path = folder / file_name
+        if not path.is_file():
+            continue
+        where = path.relative_to(root).as_posix()
+        try:
+            sources = module_constant(path, "EARLIER_SOURCES") or ()
+            extension = module_constant(path, "EARLIER_EXTENSION") or ()
+        except (SyntaxError, ValueError) as error:
+            problems.append(f"{where}: EARLIER_SOURCES / EARLIER_EXTENSION cannot be read as literals ({error})")
+            continue
+        for entry in sources:
+            if not (isinstance(entry, tuple) and len(entry) == 2):
+                problems.append(f"{where}: EARLIER_SOURCES entries are (exercise, file) pairs, not {entry!r}")
+                continue
+            found = tag_of(entry[0], where)
+            if found is None:
+                continue
+            tags.add(found[0])
+            rel = found[1].relative_to(root)
+            for source in (root / rel / entry[1], root / "solutions" / rel / entry[1]):
+                if not source.is_file():
+                    problems.append(f"{where}: EARLIER_SOURCES names {source.relative_to(root).as_posix()}, "
+                                    "which does not exist")
+        for name in (extension,) if isinstance(extension, str) else extension:
+            found = tag_of(name, where)
+            if found is not None:
+                tags.add(found[0])
+    return tags, problems
+
+
+def build_dependencies(root):
+    """({tag: the tags of the earlier exercises its build uses, directly or through them},
+    problems with the Python declarations)."""
+    direct, problems = {}, []
+    for folder in exercises(root):
+        tag = exercise_tag(folder, root)
+        if tag is None:
+            continue  # check_structure reports the name
+        declared, found = declared_exercises(root, folder)
+        problems += found
+        direct[tag] = linked_exercises(folder, tag) | (declared - {tag})
+
+    def closure(tag, seen):
+        for used in direct.get(tag, ()):
+            if used not in seen:
+                seen.add(used)
+                closure(used, seen)
+        return seen
+
+    return {tag: closure(tag, set()) - {tag} for tag in direct}, problems
+
+
+def builds_on_line(lesson, lines=15):
+    """The text after **Builds on:** in the head of a lesson, or None when it has no such line."""
+    try:
+        head = lesson.read_text(errors="replace").splitlines()[:lines]
+    except OSError:
+        return None
+    for line in head:
+        match = BUILDS_ON_LINE.match(line.strip())
+        if match:
+            return match.group(1).strip()
+    return None
+
+
+def check_builds_on(root):
+    """Each lesson's **Builds on:** line names the earlier exercises its build uses, no more, no
+    fewer (build_dependencies); a lesson of BUILDS_ON_MONTHS, or whose build uses one, has it."""
+    uses, problems = build_dependencies(root)
+    order = lambda tag: tuple(int(part) for part in tag[1:].split("."))  # noqa: E731
+    listed = lambda tags: ", ".join(sorted(tags, key=order, reverse=True)) or "none"  # noqa: E731
+    for folder in exercises(root):
+        tag = exercise_tag(folder, root)
+        if tag is None or tag not in uses:
+            continue
+        lesson = (folder / "README.md").relative_to(root).as_posix()
+        line = builds_on_line(root / lesson)
+        month = int(tag[1:].split(".")[0])
+        if line is None:
+            if uses[tag] or month in BUILDS_ON_MONTHS:
+                problems.append(f"{lesson}: no **Builds on:** line under its **Needs:** line; its build "
+                                f"uses {listed(uses[tag])} (CMakeLists.txt, load_extension.py, build_config.py)")
+            continue
+        named = {f"m{int(m.group(1))}.{m.group(2)}" for m in NAMED_EXERCISE.finditer(line)}
+        if named != uses[tag]:
+            missing, extra = uses[tag] - named, named - uses[tag]
+            said = [f"does not name {listed(missing)}, which its build uses" if missing else "",
+                    f"names {listed(extra)}, which its build does not use" if extra else ""]
+            problems.append(f"{lesson}: the **Builds on:** line {' and '.join(s for s in said if s)} "
+                            f"(its build uses {listed(uses[tag])}: CMakeLists.txt, load_extension.py, "
+                            "build_config.py)")
     return problems
 
 
@@ -341,6 +589,9 @@ def main():
                         help="build folder for --gpu and --skeleton-messages (default: <root>/build)")
     parser.add_argument("--format", action="store_true",
                         help="only check that the solutions follow .clang-format")
+    parser.add_argument("--strict-manifest", action="store_true",
+                        help="a difference between tools/skeletons.json and the committed skeletons is a "
+                             "problem, not a note (the default where the environment variable CI is set)")
     args = parser.parse_args()
     root = args.root.resolve()
 
@@ -359,7 +610,9 @@ def main():
         print(f"course check: {count - len(problems)} of {count} solution file(s) follow .clang-format ({version})")
         return 1 if problems else 0
 
-    problems = check_structure(root) + check_kernel_includes(root) + check_given_code(root)
+    problems = check_structure(root) + check_kernel_includes(root) + check_given_code(root) + check_hints(root)
+    problems += check_builds_on(root)
+    problems += check_skeleton_manifest(root, strict_manifest_wanted(args.strict_manifest))
     build = (args.build_dir or root / "build").resolve()
     if args.skeleton_messages and not args.gpu:  # --gpu checks the messages of every test
         problems += check_skeleton_messages(build)

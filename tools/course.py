@@ -9,7 +9,8 @@ solutions/). An exercise is
                the machine lacks what they need ("needs compute capability 9.0 ...");
   blocked      when tests were skipped for something you can fix ("...; to fix: <command>"):
                the command is shown, and the path goes on;
-  started      when it was graded, or one of its files differs from git's version (HEAD);
+  started      when it was graded, or one of the files you edit differs from the original
+               skeleton (tools/skeletons.json), committed or not;
   not started  otherwise.
 A bonus exercise (its lesson's title says "(bonus)") never holds up the path.
 Deleting the build folder forgets the grades (not your code). The hints you have seen are
@@ -32,7 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "common" / "python"))
-from course_harness import requirements  # noqa: E402  (the skip wordings; it imports no torch)
+from course_harness import paths, requirements  # noqa: E402  (paths, the skip wordings; no torch)
+import skeleton_manifest  # noqa: E402  (tools/skeleton_manifest.py: the original skeletons)
 EXERCISE_DIR = re.compile(r"^month(\d+)/(\d\d)_([a-z0-9_]+)$")
 TODO_TAG = re.compile(r"TODO\(m\d+\.\d\d[a-z]?\)")
 # Source files a change of which means "rebuild and grade again" in watch mode.
@@ -146,19 +148,47 @@ def cached_value(cache, key):
     return match.group(1) if match else None
 
 
-def configure():
-    """Runs CMake's configure step when there is no build yet, or CUDA_ARCHS asks for other
-    architectures than the build has."""
-    build = build_dir()
-    cache_file = build / "CMakeCache.txt"
-    archs = os.environ.get("CUDA_ARCHS", "")
-    if cache_file.is_file():
-        cached_archs = cached_value(cache_file.read_text(errors="replace"), "CMAKE_CUDA_ARCHITECTURES")
-        if not archs or archs == cached_archs:
-            return
-    command = ["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
+def configure_command(cache, environ=None):
+    """The cmake command that configures the build, or None when it needs none. `cache` is the
+    text of <build>/CMakeCache.txt (None: no build yet). It configures when there is no build,
+    when CUDA_ARCHS asks for other architectures than the build has, and when the build's
+    COURSE_EARLIER_KERNELS (read by CMake at configure time) is not the environment's (or
+    `exercise` when unset): so `COURSE_EARLIER_KERNELS=solution ./course grade m3_04` grades
+    with the reference m2.05, and the next grade without it with yours again."""
+    environ = os.environ if environ is None else environ
+    archs = environ.get("CUDA_ARCHS", "")
+    earlier = environ.get(paths.EARLIER_KERNELS_SETTING, "").strip() or "exercise"
+    if earlier not in paths.IMPLS:
+        raise UsageError(f"{paths.EARLIER_KERNELS_SETTING} must be 'exercise' (your earlier kernels, the "
+                         f"default) or 'solution' (the reference ones), got {earlier!r}")
+    if cache is not None:
+        cached_archs = cached_value(cache, "CMAKE_CUDA_ARCHITECTURES")
+        cached_earlier = cached_value(cache, "COURSE_EARLIER_KERNELS") or "exercise"
+        if (not archs or archs == cached_archs) and earlier == cached_earlier:
+            return None
+    command = ["cmake", "-S", str(ROOT), "-B", str(build_dir())]
+    if cache is None:  # a build configured before keeps its build type
+        command.append("-DCMAKE_BUILD_TYPE=Release")
     if archs:
         command.append(f"-DCMAKE_CUDA_ARCHITECTURES={archs}")
+    command.append(f"-D{paths.EARLIER_KERNELS_SETTING}={earlier}")
+    return command
+
+
+def configure():
+    """Runs CMake's configure step when configure_command() says the build needs it."""
+    cache_file = build_dir() / "CMakeCache.txt"
+    cache = cache_file.read_text(errors="replace") if cache_file.is_file() else None
+    command = configure_command(cache)
+    if command is None:
+        return
+    before = cached_value(cache, "COURSE_EARLIER_KERNELS") if cache is not None else None
+    wanted = command[-1].split("=", 1)[1]
+    if before is not None and before != wanted:
+        said = os.environ.get(paths.EARLIER_KERNELS_SETTING, "").strip()
+        now = f"COURSE_EARLIER_KERNELS={said}" if said else "COURSE_EARLIER_KERNELS is not set (exercise)"
+        print(f"{now}, and the build was configured with {before}: configuring again (CMake reads "
+              "it when it configures: m3.04 links whose m2.05)", flush=True)
     run_or_exit(command)
 
 
@@ -239,14 +269,15 @@ def last_grade(exercise):
     return read_json(build_dir() / "course_progress" / f"{exercise.id}.json", None)
 
 
-def changed_from_git(exercise):
-    """True when one of the files you edit differs from git's version (HEAD)."""
-    files = [rel.as_posix() for rel in exercise.learner_files()]
-    if not files or not (ROOT / ".git").exists():
+def changed_from_skeleton(exercise):
+    """True when one of the files you edit differs from the original skeleton, as
+    tools/skeletons.json lists it: committing your work does not make it the skeleton.
+    Computed without git; False where the manifest does not list the exercise."""
+    try:
+        originals = skeleton_manifest.originals(ROOT, exercise.folder, given=False)
+    except skeleton_manifest.ManifestError:
         return False
-    result = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", *files],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return result.returncode == 1
+    return any(skeleton_manifest.file_blob(ROOT / rel) != blob for rel, blob in originals.items())
 
 
 # What the grade's result makes of an exercise whose files are as they were when graded.
@@ -259,7 +290,7 @@ def state_of(exercise):
     grade = last_grade(exercise)
     if grade and grade.get("result") in SETTLED_STATES and grade.get("files_digest") == files_digest(exercise):
         return SETTLED_STATES[grade["result"]]
-    if grade or changed_from_git(exercise):
+    if grade or changed_from_skeleton(exercise):
         return "started"
     return "not started"
 
@@ -508,44 +539,225 @@ def command_status(args, exercises):
 
 
 # ---------------------------------------------------------------------------- hints
+#
+# Every exercise's hints.md has one format (tools/check_course.py checks it):
+#
+#     # Hints for m3.05 (./course hint m3_05 shows them one step at a time)
+#
+#     ## TODO(m3.05a): which output pixel a row is
+#     ### The idea
+#     ...the gentlest step: what to think about, no code...
+#     ### The arithmetic
+#     ...a bit more...
+#     ### Almost the code
+#     ...the last step may show code, for this TODO only...
+#     ## TODO(m3.05b): ...
+#     ### ...
+#     ## When the machine-code check fails
+#     ### ...
+#
+# A '## ' section is one TODO: its title names the tag (two tags only when the two TODOs are
+# truly one step). A section without a tag (troubleshooting) is allowed. Its '### ' steps
+# are the levels, the gentlest first; a step never holds code or the answer of another TODO.
+# Text between a '## ' line and its first '### ' is shown above each of its steps.
+# The steps seen are counted per section in <build>/course_progress/<id>.hints.json:
+# {"shown": {"m3.05a": 2}, "last": "m3.05a"}.
+
+HINT_TAG = re.compile(r"TODO\((m\d+\.\d\d[a-z]?)\)")
+
+
+@dataclass
+class HintSection:
+    title: str  # the '## ' line without its '## '
+    tags: tuple  # the TODO tags the title names, e.g. ("m3.05a",); () for a troubleshooting section
+    intro: str  # text before the first step, shown above each step
+    steps: list  # [(title, body)], the gentlest first
+    stepped: bool = True  # False: the section had no '### ' step, and its text is its one step
+
+    @property
+    def key(self):  # its name in the seen-file
+        return "+".join(self.tags) if self.tags else self.title
+
+    @property
+    def label(self):  # its name in a sentence
+        return ", ".join(f"TODO({tag})" for tag in self.tags) or f"'{self.title}'"
+
+
+HINT_LANGUAGES = {"en": "hints.md", "ko": "hints.ko.md"}
+
+
+def hint_language(args=None):
+    """The language of the hints: --lang (remembered for the next hints), else COURSE_LANG,
+    else the one remembered, else English."""
+    settings_file = progress_dir() / "settings.json"
+    settings = read_json(settings_file, {})
+    chosen = getattr(args, "lang", None)
+    if chosen:
+        settings["lang"] = chosen
+        settings_file.write_text(json.dumps(settings) + "\n")
+        return chosen
+    language = os.environ.get("COURSE_LANG", "").strip().lower() or settings.get("lang", "en")
+    if language not in HINT_LANGUAGES:
+        raise UsageError(f"COURSE_LANG={language}: the hints are in {', '.join(sorted(HINT_LANGUAGES))}")
+    return language
+
+
+def hints_path(exercise, language="en"):
+    """The hints file of an exercise in `language` (hints.md in English, hints.ko.md in
+    Korean); English where the translation is missing."""
+    translated = ROOT / exercise.folder / HINT_LANGUAGES.get(language, "hints.md")
+    return translated if translated.is_file() else ROOT / exercise.folder / "hints.md"
+
 
 def parse_hints(path):
-    """hints.md: a title, then one '## ...' section per level, the gentlest first."""
-    levels = []
+    """hints.md: a title, then one '## ' section per TODO, each with its '### ' steps. A
+    section without steps (an old file) counts as one step: the check reports it."""
+    sections = []
+    fenced = False
     for line in path.read_text().splitlines():
-        if line.startswith("## "):
-            levels.append([line[3:].strip(), []])
-        elif levels:
-            levels[-1][1].append(line)
-    return [(title, "\n".join(body).strip()) for title, body in levels]
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and line.startswith("## "):
+            title = line[3:].strip()
+            sections.append(HintSection(title, tuple(HINT_TAG.findall(title)), [], []))
+        elif not fenced and line.startswith("### ") and sections:
+            sections[-1].steps.append([line[4:].strip(), []])
+        elif sections and sections[-1].steps:
+            sections[-1].steps[-1][1].append(line)
+        elif sections:
+            sections[-1].intro.append(line)
+    for section in sections:
+        section.intro = "\n".join(section.intro).strip()
+        section.steps = [(title, "\n".join(body).strip()) for title, body in section.steps]
+        if not section.steps:
+            section.steps, section.intro, section.stepped = [(section.title, section.intro)], "", False
+    return sections
+
+
+def read_hints_seen(path):
+    """The seen-file: steps shown per section, and the section shown last. An old file
+    (one number for the whole exercise) counts as nothing seen: its levels were not TODOs."""
+    record = read_json(path, {})
+    record = record if isinstance(record, dict) else {}
+    shown = record.get("shown")
+    shown = {key: value for key, value in shown.items() if isinstance(value, int)} if isinstance(shown, dict) else {}
+    last = record.get("last") if isinstance(record.get("last"), str) else None
+    return shown, last
+
+
+def todo_tag(exercise, name):
+    """The tag a learner names: d, m3.05d, m3_05d, 3.05d or TODO(m3.05d) -> m3.05d; None if it is none."""
+    match = re.fullmatch(r"(?:TODO\()?(?:m?(\d+)[._](\d\d?))?([a-z]?)\)?", name.strip(), re.IGNORECASE)
+    if not match or not (match.group(1) or match.group(3)):
+        return None
+    if match.group(1) and (int(match.group(1)), int(match.group(2))) != (exercise.month, int(exercise.number)):
+        return None
+    return exercise.tag + match.group(3).lower()
+
+
+def find_hint_section(exercise, sections, name):
+    """The section a learner names: its TODO (in any of todo_tag's forms), or its number in --list."""
+    name = name.strip()
+    if name.isdigit() and 1 <= int(name) <= len(sections):
+        return sections[int(name) - 1]
+    tag = todo_tag(exercise, name)
+    for section in sections:
+        if tag in section.tags:
+            return section
+    named = "\n".join(f"  {section_command(exercise, sections, s):24} {s.title}" for s in sections)
+    example = next((t for s in sections for t in s.tags), exercise.tag + "a")
+    raise UsageError(f"{exercise.title} has no hints for '{name}'. It has hints for:\n{named}\n"
+                     f"(name a TODO by its letter, or as {example}, {example[1:]} or TODO({example}); "
+                     f"./course hint {exercise.short} --list lists the steps)")
+
+
+def section_command(exercise, sections, section):
+    """The shortest command that asks for this section's next step."""
+    tag = section.tags[0] if section.tags else ""
+    letter = tag[len(exercise.tag):] if tag.startswith(exercise.tag) else ""
+    return f"./course hint {exercise.short} {letter or sections.index(section) + 1}"
+
+
+def split_hint_argument(args):
+    """./course hint m3.05d (or TODO(m3.05d)) alone names the exercise and the TODO at once;
+    ./course hint d names a TODO of the first unfinished exercise."""
+    if args.exercise and args.todo is None:
+        if re.fullmatch(r"[a-z]", args.exercise.strip()):
+            return None, args.exercise.strip()
+        match = re.fullmatch(r"(?:TODO\()?m?(\d+)[._](\d\d?)([a-z])\)?", args.exercise.strip(), re.IGNORECASE)
+        if match:
+            return f"m{match.group(1)}_{int(match.group(2)):02d}", args.exercise
+    return args.exercise, args.todo
 
 
 def command_hint(args, exercises):
-    exercise = find_exercise(args.exercise, exercises) if args.exercise else first_unfinished(exercises)
+    exercise_name, todo = split_hint_argument(args)
+    exercise = find_exercise(exercise_name, exercises) if exercise_name else first_unfinished(exercises)
     if exercise is None:
         print("Every exercise is done: no hints needed.")
         return 0
-    path = ROOT / exercise.folder / "hints.md"
+    language = hint_language(args)
+    path = hints_path(exercise, language)
+    if language != "en" and path.name == "hints.md":
+        print(f"({exercise.title} has no {HINT_LANGUAGES[language]} yet: the hints in English)")
     if not path.is_file():
         print(f"{exercise.title} has no hints.md; its lesson is {exercise.lesson}.")
         return 1
-    levels = parse_hints(path)
+    sections = parse_hints(path)
+    if not sections:
+        print(f"{exercise.title}: {path.relative_to(ROOT)} has no hints yet; its lesson is {exercise.lesson}.")
+        return 1
     seen_file = progress_dir() / f"{exercise.id}.hints.json"
-    seen = read_json(seen_file, {}).get("shown", 0)
-    if args.list:  # the titles only: which level to ask for, without reading any of them
-        print(f"{exercise.title}: {len(levels)} hints, the gentlest first")
-        for number, (title, _) in enumerate(levels, 1):
-            print(f"  {number:2}. {title}{'  (seen)' if number <= seen else ''}")
-        print(f"(./course hint {exercise.short} --level N shows one)")
+    shown, last = read_hints_seen(seen_file)
+
+    def seen(section):
+        return min(shown.get(section.key, 0), len(section.steps))
+
+    if args.list:  # the titles only: which step to ask for, without reading any of them
+        print(f"{exercise.title}: hints for each TODO, one step at a time, the gentlest first")
+        for number, section in enumerate(sections, 1):
+            print(f"  [{number}] {section.title}   ({section_command(exercise, sections, section)})")
+            for step, (title, _) in enumerate(section.steps, 1):
+                print(f"        {step}. {title}{'  (seen)' if step <= seen(section) else ''}")
+        example = section_command(exercise, sections, next((s for s in sections if s.tags), sections[0]))
+        print(f"./course hint {exercise.short} shows the next step you have not seen; {example} the next "
+              f"step of that section;\n{example} --level 2 its step 2 (again).")
         return 0
-    level = args.level if args.level is not None else min(seen + 1, len(levels))
-    if not 1 <= level <= len(levels):
-        raise UsageError(f"{exercise.title} has hints 1 to {len(levels)}, not {level}")
-    title, body = levels[level - 1]
-    print(f"{exercise.title}, hint {level} of {len(levels)}: {title}\n\n{body}\n")
-    seen_file.write_text(json.dumps({"shown": max(seen, level)}) + "\n")
-    if level < len(levels):
-        print(f"(./course hint {exercise.short} again for hint {level + 1})")
+    if todo is not None:
+        section = find_hint_section(exercise, sections, todo)
+    elif args.level is not None:  # a step of the section shown last (or of the first one)
+        section = next((s for s in sections if s.key == last), sections[0])
+    else:
+        section = next((s for s in sections if seen(s) < len(s.steps)), None)
+        if section is None:
+            example = section_command(exercise, sections, next((s for s in sections if s.tags), sections[0]))
+            print(f"You have seen every hint of {exercise.title}. ./course hint {exercise.short} --list "
+                  f"lists them, {example} --level N shows one again;\n"
+                  f"the reference is in solutions/{exercise.folder}/.")
+            return 0
+    if args.level is not None:
+        step = args.level
+        if not 1 <= step <= len(section.steps):
+            raise UsageError(f"{section.title} ({exercise.title}) has steps 1 to {len(section.steps)}, not {step}")
+    elif seen(section) < len(section.steps):
+        step = seen(section) + 1
+    else:
+        print(f"You have seen the {len(section.steps)} step(s) for {section.label}. "
+              f"{section_command(exercise, sections, section)} --level N shows one again;\n"
+              f"the reference is in solutions/{exercise.folder}/.")
+        return 0
+    title, body = section.steps[step - 1]
+    intro = f"{section.intro}\n\n" if section.intro else ""
+    print(f"{exercise.title}, {section.title}\nstep {step} of {len(section.steps)}: {title}\n\n{intro}{body}\n")
+    shown[section.key] = max(seen(section), step)
+    seen_file.write_text(json.dumps({"shown": shown, "last": section.key}) + "\n")
+    command = section_command(exercise, sections, section)
+    following = next((s for s in sections if seen(s) < len(s.steps)), None)
+    if step < len(section.steps):
+        print(f"({command} again for step {step + 1} of {len(section.steps)})")
+    elif following is not None:
+        print(f"(that was the last step for {section.label}; ./course hint {exercise.short} goes on with "
+              f"{following.title if following.tags else following.label})")
     else:
         print(f"(that was the last hint; the reference is in solutions/{exercise.folder}/)")
     return 0
@@ -591,20 +803,34 @@ def command_reset(args, exercises):
     exercise = find_exercise(args.exercise, exercises)
     if not (ROOT / ".git").exists():
         raise UsageError("reset takes the skeleton back from git, and this copy of the course has no .git")
-    files = [rel.as_posix() for rel in exercise.learner_files()]
-    changed = subprocess.run(["git", "-C", str(ROOT), "diff", "--name-only", "HEAD", "--", *files],
-                             stdout=subprocess.PIPE, text=True, check=True).stdout.split()
+    # Every file of the exercise (yours and the given ones) that is not the original skeleton,
+    # put back from the blobs tools/skeletons.json names: right also after you committed.
+    try:
+        originals = skeleton_manifest.originals(ROOT, exercise.folder)
+        changed = sorted(rel for rel, blob in originals.items()
+                         if skeleton_manifest.file_blob(ROOT / rel) != blob)
+        contents = {rel: skeleton_manifest.read_blob(ROOT, rel, originals[rel]) for rel in changed}
+    except skeleton_manifest.ManifestError as error:
+        raise UsageError(str(error)) from None
     if not changed:
-        print(f"{exercise.title}: your files are already git's version; nothing to reset.")
+        print(f"{exercise.title}: every file is already the original skeleton; nothing to reset.")
     else:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         backup = ROOT / "backups" / exercise.id / stamp
+        kept = False
         for rel in changed:
-            (backup / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, backup / rel)
-        subprocess.run(["git", "-C", str(ROOT), "checkout", "HEAD", "--", *changed], check=True)
-        print(f"{exercise.title}: back to the skeleton: {', '.join(changed)}")
-        print(f"your version is kept in {display(backup)}/")
+            path = ROOT / rel
+            if path.is_file():
+                (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, backup / rel)
+                kept = True
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(contents[rel])
+            if skeleton_manifest.executable(ROOT, rel):
+                path.chmod(path.stat().st_mode | 0o111)
+        print(f"{exercise.title}: back to the original skeleton: {', '.join(changed)}")
+        if kept:
+            print(f"your version is kept in {display(backup)}/")
     (build_dir() / "course_progress" / f"{exercise.id}.json").unlink(missing_ok=True)
     return 0
 
@@ -660,14 +886,52 @@ def command_bench(args, exercises):
 
 # ---------------------------------------------------------------------------- test, check
 
-def command_test(args, exercises):
-    if not build_target("all", quiet=False):
-        return 1
+LOOKS_LIKE_EXERCISE = re.compile(r"^(m\d+[._]\d|month\d+/)")
+
+
+def test_selection(names, test_filter, exercises):
+    """What `./course test NAME... [--filter REGEX]` runs: ([exercises], filter). A name is an
+    exercise (find_exercise's forms). A single name that is none, and does not look like one
+    (m3_6x, month3/...), is the filter, as the one argument was before: ./course test Sgemm2d."""
+    chosen = []
+    for name in names:
+        try:
+            chosen.append(find_exercise(name, exercises))
+        except UsageError:
+            if LOOKS_LIKE_EXERCISE.match(name.strip()) or len(names) > 1 or test_filter:
+                raise
+            test_filter = name
+    return list(dict.fromkeys(chosen)), test_filter
+
+
+def test_targets(chosen):
+    """What `./course test` builds: everything (`all`) when it names no exercise; else, for each
+    exercise named, <id>_solution_all: the reference library and the test programs that its
+    solution and CPU tests run (cmake/CourseExercise.cmake). A Python exercise's is empty: its
+    tests build their extension (from its sources and the earlier exercises') when they run."""
+    return [f"{exercise.id}_solution_all" for exercise in chosen] or ["all"]
+
+
+def test_command(chosen, test_filter):
+    """The ctest command of `./course test`: the solution and CPU tests, of the exercises
+    chosen (their labels: each test of an exercise carries its id), whose name matches the filter."""
     command = ["ctest", "--test-dir", str(build_dir()), "--output-on-failure", "-L", "^(solution|cpu)$"]
-    if args.filter:
-        command += ["-R", args.filter]
-    code = subprocess.call(command)
-    if code != 0 or args.filter:
+    if chosen:  # several -L: a test must match each (ctest 3.21 and newer)
+        command += ["-L", "^(" + "|".join(exercise.id for exercise in chosen) + ")$"]
+    if test_filter:
+        command += ["-R", test_filter]
+    return command
+
+
+def command_test(args, exercises):
+    chosen, test_filter = test_selection(args.exercises, args.filter, exercises)
+    for target in test_targets(chosen):
+        if chosen:
+            print(f"== building {target}", flush=True)
+        if not build_target(target, quiet=bool(chosen)):
+            return 1
+    code = subprocess.call(test_command(chosen, test_filter))
+    if code != 0 or test_filter or chosen:
         return code
     # The skeletons' side of the suite: every skeleton test this machine can run that fails
     # must tell the learner which TODO to look at (on a GPU machine: ./course check --gpu).
@@ -721,14 +985,22 @@ def parser():
     sub.add_argument("--only", metavar="PATTERN",
                      help="run only the tests whose name matches (e.g. Sgemm2dTodoH); records no grade")
     add("status", command_status, "your progress: each exercise done, started or not started, and what is next")
-    sub = add("hint", command_hint, "the next hint for an exercise, one level at a time")
+    sub = add("hint", command_hint, "the next hint for an exercise, one step at a time, per TODO "
+              "(no TODO: the first one with steps you have not seen)")
     sub.add_argument("exercise", nargs="?", metavar="EXERCISE")
-    sub.add_argument("--level", type=int, help="show this hint level again")
-    sub.add_argument("--list", action="store_true", help="list the hints' titles, showing none of them")
+    sub.add_argument("todo", nargs="?", metavar="TODO",
+                     help="which TODO: d, m3.05d, 3.05d or TODO(m3.05d) (or a section's number in --list)")
+    sub.add_argument("--level", "--step", dest="level", type=int, metavar="N",
+                     help="show step N of that TODO (without one: of the TODO shown last), again or ahead")
+    sub.add_argument("--list", action="store_true", help="list each TODO's step titles, showing none of them")
+    sub.add_argument("--lang", choices=sorted(HINT_LANGUAGES),
+                     help="the hints' language, remembered for the next ones (ko: 한국어); "
+                          "COURSE_LANG=ko does the same for one command")
     sub = add("watch", command_watch, "grade again each time you save a file of the exercise")
     sub.add_argument("exercise", nargs="?", metavar="EXERCISE")
     sub.add_argument("--interval", type=float, default=1.0, help="seconds between looks at the files")
-    sub = add("reset", command_reset, "put the skeleton back from git; your version is kept in backups/")
+    sub = add("reset", command_reset, "put the exercise's original files back (also after a commit); "
+              "your version is kept in backups/")
     sub.add_argument("exercise", metavar="EXERCISE")
     sub = add("bench", command_bench, "time your kernel beside the reference, the previous step and the "
               "library; the table goes to <build>/results/<gpu>/ (also: gemm_ladder, memory_hierarchy)")
@@ -736,8 +1008,12 @@ def parser():
     sub.add_argument("--record", action="store_true",
                      help="write the reference rows to the committed docs/results/<gpu>/ instead")
     sub = add("test", command_test, "build everything, run the reference solutions' tests and the CPU tests, "
-              "and check that the skeletons' failing CPU tests name their TODOs")
-    sub.add_argument("filter", nargs="?", help="only tests whose name matches this regular expression")
+              "and check that the skeletons' failing CPU tests name their TODOs; with exercises named "
+              "(./course test m3_06), build and run only theirs")
+    sub.add_argument("exercises", nargs="*", metavar="EXERCISE",
+                     help="only these exercises' reference tests (one that names no exercise is the filter)")
+    sub.add_argument("--filter", "-R", metavar="REGEX",
+                     help="only tests whose name matches this regular expression")
     sub = add("check", command_check, "check the course itself (--gpu: skeletons fail, solutions pass)")
     sub.add_argument("--gpu", action="store_true")
     sub.add_argument("--toolkit", metavar="NVCC",

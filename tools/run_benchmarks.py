@@ -59,6 +59,19 @@ from pathlib import Path
 BASELINES = ("cublas", "memcpy", "cudnn", "torch")
 # Rows a "speedup" column compares against.
 PREVIOUS = re.compile(r"^(step_.*|unfused.*|eager.*)$")
+# A row's peak_pct is its GB/s over the device's theoretical DRAM bandwidth (peak_dram_gbps),
+# which is its peak only where the bytes it counts come from DRAM. The rows of
+# month2/memory_hierarchy name the level they measure: l2_read streams a set that stays in L2,
+# shared_read reads shared memory (both can beat the DRAM), latency_* rows time single loads
+# (no GB/s). Implementations that match this measure something other than DRAM's bandwidth:
+# their "% of DRAM peak" is left empty.
+NOT_DRAM = re.compile(r"^(l1|l2|shared|latency)_")
+# The context keys each table's line shows, in this order. The others stay out: Google
+# Benchmark's own facts (library_build_type says how the Google Benchmark library was built,
+# not the course's kernels, which are always built Release), the host's name, CPU caches and
+# load, the program's path.
+CONTEXT_SHOWN = ("gpu", "sm_count", "peak_dram_gbps", "cuda_runtime", "date", "main_loop", "api",
+                 "cudnn_version")
 # A ladder (month2/gemm_ladder) names its rows family/<step>/<who>/size: every step of a
 # sequence in one table, each compared with the reference of the step before it.
 LADDER_WHO = ("solution", "exercise")
@@ -319,6 +332,15 @@ def _cell(text):
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def dram_peak_pct(impl, row):
+    """The row's GB/s as a percentage of the DRAM's theoretical peak (its peak_pct), or None
+    where the row measures something other than DRAM bandwidth (NOT_DRAM) or has no peak_pct."""
+    if NOT_DRAM.match(impl.split("/")[0]):  # a ladder's implementation is <step>/<who>
+        return None
+    value = row.get("peak_pct")
+    return None if value is None else float(value)
+
+
 def markdown_table(data):
     rows = table_rows(data)
     # Latency rows (month2/memory_hierarchy) add a column, and rows without a time (not
@@ -338,7 +360,7 @@ def markdown_table(data):
         baseline_row = next((r for impl, r in timed if baseline and (impl == baseline or impl.startswith(baseline + "_"))), None)
         previous = next(((impl, r) for impl, r in members if PREVIOUS.match(impl)), None)
         if not lines:
-            lines.append("| benchmark | size | precision | time (us) | GB/s | % of peak | TFLOP/s | % of baseline | speedup over previous |"
+            lines.append("| benchmark | size | precision | time (us) | GB/s | % of DRAM peak | TFLOP/s | % of baseline | speedup over previous |"
                          + (" latency (ns) |" if latency else "") + (" note |" if notes else ""))
             lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if latency else "")
                          + ("---|" if notes else ""))
@@ -364,7 +386,7 @@ def markdown_table(data):
             speedup_label = f"{speedup:.2f}x over {compared[0]}" if speedup is not None else ""
             lines.append(
                 f"| {family}/{impl} | {size} | {row.get('label', '')} | {fmt(to_microseconds(row), 1)} | "
-                f"{fmt(row.get('GBps'), 0)} | {fmt(row.get('peak_pct'))} | {fmt(row.get('TFLOPS'), 2)} | "
+                f"{fmt(row.get('GBps'), 0)} | {fmt(dram_peak_pct(impl, row))} | {fmt(row.get('TFLOPS'), 2)} | "
                 f"{baseline_label} | {speedup_label} |"
                 + (f" {fmt(row.get('latency_ns'))} |" if latency else "") + ("  |" if notes else ""))
     return "\n".join(lines)
@@ -391,17 +413,21 @@ def write_report(out_dir, gpu_name, results):
     parts = [f"# Measured results: {gpu_name}", "",
              "Written by `./course bench` (tools/run_benchmarks.py) from the JSON files beside this page;",
              "do not edit by hand. Every ratio compares rows measured in the same run of the same program.",
-             "Times and rates are the median of repetitions, as each file's `statistic` says;",
-             "`% of peak` is the share of the theoretical DRAM bandwidth read from the device.",
+             "Times and rates are the median of repetitions, as each file's `statistic` says.",
+             "`GB/s` is the bytes a row's work counts (for a kernel, what it must read and write at the",
+             "least) over its time; `% of DRAM peak` is that rate over the theoretical DRAM bandwidth",
+             "read from the device (`peak_dram_gbps` on the table's line). It is left empty where a row",
+             "measures something else: the L2 and shared-memory rows of m2_memory_hierarchy, whose",
+             "data never leaves the chip (so they can beat the DRAM), and latency rows.",
+             "`% of baseline` compares a row's rate with its group's library baseline (cuBLAS,",
+             "cudaMemcpy, cuDNN, PyTorch), `speedup over previous` its time with the previous step's.",
              "A row without a time says why in its note: not runnable on this GPU (it needs more than",
              "this GPU has), or the error it failed with; no ratio is computed from or against it.", ""]
     for name, data in results:
         context = data.get("context", {})
         parts.append(f"## {name}")
         parts.append("")
-        details = [f"{k}: {context[k]}" for k in ("gpu", "sm_count", "peak_dram_gbps", "cuda_runtime", "date", "main_loop",
-                                                "api", "cudnn_version")
-                   if k in context]
+        details = [f"{k}: {context[k]}" for k in CONTEXT_SHOWN if k in context]
         details.append(f"{STATISTIC_KEY}: {statistic(data)}"
                        + (f" of {context['repetitions']} repetitions" if "repetitions" in context else ""))
         parts.append("_" + "; ".join(details) + "_")

@@ -216,6 +216,74 @@ class UntimedRowsTest(unittest.TestCase):
             ("warp64x64_block128x256_k32x4_plain", "n:4096"): "error"})
 
 
+# --- Which peak a rate is rated against --------------------------------------------------------
+
+def bandwidth(name, microseconds, gbps=None, peak_pct=None, label="fp32", **fields):
+    """A row's median aggregate, as the C++ benchmarks write it."""
+    row = dict(name=f"{name}/manual_time_median", run_name=f"{name}/manual_time", run_type="aggregate",
+               aggregate_name="median", repetitions=5, real_time=microseconds, time_unit="us",
+               label=label, **fields)
+    for key, value in (("GBps", gbps), ("peak_pct", peak_pct)):
+        if value is not None:
+            row[key] = value
+    return row
+
+
+def memory_hierarchy_file():
+    """m2_memory_hierarchy.json's rows, as on the H200: the benchmark writes peak_pct (GB/s over
+    the DRAM peak) for the L2 row too."""
+    return {"context": {"gpu": "NVIDIA H200", "peak_dram_gbps": "4814.304000", "statistic": "median",
+                        "repetitions": "5", "library_build_type": "debug", "host_name": "vm"},
+            "benchmarks": [
+                bandwidth("memory_hierarchy/hbm_copy/bytes:1073741824", 546.7, 3928.3, 81.6),
+                bandwidth("memory_hierarchy/l2_read/bytes:15728640", 44.4, 7087.6, 147.2),
+                bandwidth("memory_hierarchy/shared_read/bytes:32768", 167.2, 31048.0),
+                bandwidth("memory_hierarchy/latency_l2/bytes:8388608/iterations:5", 152382.6,
+                          label="u32 loads", latency_ns=145.3),
+            ]}
+
+
+def cells(table, row):
+    return [cell.strip() for cell in table_line(table, row).split("|")[1:-1]]
+
+
+class PeakTest(unittest.TestCase):
+    def test_the_column_says_which_peak(self):
+        header = run_benchmarks.markdown_table(memory_hierarchy_file()).splitlines()[0]
+        self.assertIn("| GB/s | % of DRAM peak |", header)
+
+    def test_a_dram_row_is_rated_against_the_dram_peak(self):
+        table = run_benchmarks.markdown_table(memory_hierarchy_file())
+        self.assertEqual(cells(table, "memory_hierarchy/hbm_copy")[5], "81.6")
+        data = {"context": {}, "benchmarks": [bandwidth("vector_add/solution/n:1024", 10.0, 4000.0, 83.1),
+                                              bandwidth("gemm_ladder/m2_05_x/solution/n:1024", 10.0, 40.0, 0.8)]}
+        table = run_benchmarks.markdown_table(data)
+        self.assertEqual(cells(table, "vector_add/solution")[5], "83.1")
+        self.assertEqual(cells(table, "gemm_ladder/m2_05_x/solution")[5], "0.8")
+
+    def test_l2_shared_memory_and_latency_rows_get_no_share_of_the_dram_peak(self):
+        table = run_benchmarks.markdown_table(memory_hierarchy_file())
+        self.assertNotIn("147.2", table)
+        for row in ("memory_hierarchy/l2_read", "memory_hierarchy/shared_read", "memory_hierarchy/latency_l2"):
+            self.assertEqual(cells(table, row)[5], "", row)
+        self.assertEqual(cells(table, "memory_hierarchy/l2_read")[4], "7,088")  # its GB/s stays
+        self.assertEqual(cells(table, "memory_hierarchy/latency_l2")[-1], "145.3")
+        self.assertIsNone(run_benchmarks.dram_peak_pct("l2_read", {"peak_pct": 147.2}))
+        self.assertIsNone(run_benchmarks.dram_peak_pct("latency_hbm", {}))
+        self.assertEqual(run_benchmarks.dram_peak_pct("hbm_copy", {"peak_pct": 81.6}), 81.6)
+
+    def test_the_page_says_what_the_columns_mean_and_leaves_google_benchmarks_facts_out(self):
+        with tempfile.TemporaryDirectory() as folder:
+            run_benchmarks.write_report(Path(folder), "NVIDIA H200", [("m2_memory_hierarchy", memory_hierarchy_file())])
+            page = (Path(folder) / "README.md").read_text()
+        head = page.split("## m2_memory_hierarchy")[0]
+        self.assertIn("`% of DRAM peak` is that rate over the theoretical DRAM bandwidth", head)
+        self.assertIn("left empty where a row", head)
+        self.assertIn("_gpu: NVIDIA H200; peak_dram_gbps: 4814.304000; statistic: median of 5 repetitions_", page)
+        self.assertNotIn("library_build_type", page)
+        self.assertNotIn("host_name", page)
+
+
 # --- Is there a GPU? --------------------------------------------------------------------------
 
 def smi(returncode, stdout):

@@ -33,11 +33,19 @@ def month2_impl(impl):
     return earlier_impl(impl)
 
 
+# The month-2 kernel files the module compiles with CUDA, (folder, file): m2.05's SGEMM and
+# m2.07's tensor-core GEMM. tools/check_course.py reads this list: the lesson's "Builds on"
+# line names these exercises.
+EARLIER_SOURCES = (
+    ("month2/05_register_tiling", "sgemm_2d_register_tile.cu"),
+    ("month2/07_wmma", "mma_gemm.cu"),
+)
+
+
 def month2_sources(month2):
     """The two month-2 kernel files, yours (month2/...) or the reference (solutions/month2/...)."""
     base = ROOT / "solutions" if month2 == "solution" else ROOT
-    return [base / "month2" / "05_register_tiling" / "sgemm_2d_register_tile.cu",
-            base / "month2" / "07_wmma" / "mma_gemm.cu"]
+    return [base / folder / name for folder, name in EARLIER_SOURCES]
 
 
 def include_dirs():

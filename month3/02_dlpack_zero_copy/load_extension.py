@@ -36,6 +36,12 @@ def dlpack_stream(stream):
     return stream.cuda_stream or 1
 
 
+# The earlier exercise's kernel the module compiles with CUDA, (exercise, file): m1.01's
+# vector_add, yours or the reference (paths.earlier_impl). tools/check_course.py reads this
+# list: the lesson's "Builds on" line names these exercises.
+EARLIER_SOURCES = (("m1_01", "vector_add.cu"),)
+
+
 def module_name(impl):
     earlier = paths.earlier_impl(impl)
     return f"m3_02_{impl}" + ("" if earlier == impl else f"_m1_01_{earlier}")
@@ -45,11 +51,11 @@ def module_name(impl):
 def load_module(impl="exercise", verbose=None):
     """Builds (if needed) and imports one version of the module."""
     folder = paths.source_dir(EXERCISE, impl)
-    vector_add = paths.source_dir("m1_01", paths.earlier_impl(impl)) / "vector_add.cu"
+    earlier = [paths.source_dir(exercise, paths.earlier_impl(impl)) / name for exercise, name in EARLIER_SOURCES]
     return extension.load(
         module_name(impl),
         sources=[folder / "dlpack_buffer.cpp"],
-        cuda_sources=[HERE / "slow_fill.cu", vector_add],
+        cuda_sources=[HERE / "slow_fill.cu", *earlier],
         impl=impl,  # COURSE_IMPL: course::impl::vector_add is the m1.01 kernel built here
         python_module=True,
         include_dirs=[HERE, paths.ROOT / "month1" / "01_vector_add"],  # slow_fill.h, vector_add.h

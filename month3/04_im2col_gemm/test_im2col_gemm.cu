@@ -47,8 +47,8 @@ constexpr const char* kHintSgemm =
     "SGEMM's M, N, K for Y_tmp = W X_col) and TODO(m3.04d) (the permute of Y_tmp [K][images P Q] "
     "into y [images][K][P Q], and the bias) in month3/04_im2col_gemm/conv2d_im2col_gemm.cu. "
     "This path calls YOUR m2.05 sgemm_2d_register_tile: if the cuBLAS tests pass and these fail, "
-    "check m2.05 (./course grade m2_05), or configure with -DCOURSE_EARLIER_KERNELS=solution to use "
-    "the reference's";
+    "check m2.05 (./course grade m2_05), or grade with the reference's: "
+    "COURSE_EARLIER_KERNELS=solution ./course grade m3_04";
 
 course::ConvShape with(course::ConvShape s, void (*change)(course::ConvShape&)) {
   change(s);

@@ -6,13 +6,14 @@
     ops = load_extension.load_ops("exercise")         # torch.ops.m3_06_exercise
 
 The first call compiles autograd_conv.cpp (the schemas and CPU kernels) and, where this
-PyTorch and machine have CUDA, autograd_conv.cu together with the forward's float32 kernels
-into one library: m3.04's im2col + GEMM (with the m2.05 SGEMM it can call) and m3.03's
-direct convolution. It loads the library (its TORCH_LIBRARY blocks register the operators),
-then imports autograd_conv.py of the same version and binds it to them.
+PyTorch and machine have CUDA, autograd_conv.cu together with the forward's kernels into one
+library (EARLIER_SOURCES): m3.05's implicit GEMM (float16, bfloat16), m3.04's im2col + GEMM
+(with the m2.05 SGEMM it can call) and m3.03's direct convolution (float32). It loads the
+library (its TORCH_LIBRARY blocks register the operators), then imports autograd_conv.py of
+the same version and binds it to them.
 
-Whose earlier kernels: your m3.06 is built with YOUR m3.03, m3.04 and m2.05, so the forward
-runs the kernels you wrote. If one of them does not pass its tests yet, build with the
+Whose earlier kernels: your m3.06 is built with YOUR m3.05, m3.04, m3.03 and m2.05, so the
+forward runs the kernels you wrote. If one of them does not pass its tests yet, build with the
 references instead:  COURSE_EARLIER_KERNELS=solution ./course grade m3_06
 The reference m3.06 always uses the references. How and where it builds:
 common/python/course_harness/extension.py.
@@ -38,16 +39,24 @@ def namespace(impl):
     return f"m3_06_{impl}"
 
 
+# The forward's kernels from earlier exercises, (exercise, file), compiled into the extension
+# with CUDA: m3.05's implicit GEMM (float16, bfloat16), m3.04's im2col + GEMM and the m2.05
+# SGEMM it can call, then m3.03's direct convolution. tools/check_course.py reads this list:
+# the lesson's "Builds on" line names these exercises.
+EARLIER_SOURCES = (
+    ("m3_05", "conv2d_implicit_gemm.cu"),
+    ("m3_04", "im2col.cu"),
+    ("m3_04", "conv2d_im2col_gemm.cu"),
+    ("m2_05", "sgemm_2d_register_tile.cu"),
+    ("m3_03", "conv2d_direct_naive.cu"),
+    ("m3_03", "conv2d_direct_tiled.cu"),
+)
+
+
 def earlier_sources(who):
-    """The forward's kernels from earlier exercises, `who`'s (yours or the reference): m3.05's
-    implicit GEMM (float16, bfloat16), m3.04's im2col + GEMM and the m2.05 SGEMM it can call,
-    then m3.03's direct convolution."""
-    m3_05, m3_04, m2_05, m3_03 = (paths.source_dir(e, who) for e in ("m3_05", "m3_04", "m2_05", "m3_03"))
-    return [m3_05 / "conv2d_implicit_gemm.cu",
-            m3_04 / "im2col.cu", m3_04 / "conv2d_im2col_gemm.cu",
-            m2_05 / "sgemm_2d_register_tile.cu",
-            m3_03 / "conv2d_direct_naive.cu", m3_03 / "conv2d_direct_tiled.cu",
-            paths.ROOT / "common" / "src" / "cublas_check.cpp"]  # m3.04's CUBLAS_CHECK
+    """EARLIER_SOURCES, `who`'s (yours or the reference), and m3.04's CUBLAS_CHECK."""
+    return [paths.source_dir(exercise, who) / name for exercise, name in EARLIER_SOURCES] + [
+        paths.ROOT / "common" / "src" / "cublas_check.cpp"]
 
 
 def cuda_toolkit_include():

@@ -5,9 +5,9 @@
     capstone = load_extension.load_capstone("exercise")  # capstone_cnn.py: your TODOs
 
 Whose m3.06: the capstone of the exercise trains with YOUR m3.06 Conv2d (month3/06_autograd_conv,
-which in turn runs YOUR m3.04 and m3.03 forward kernels, see that folder's load_extension.py); the
-reference capstone trains with the reference m3.06. If your m3.06 does not pass its tests yet,
-train your capstone with the reference Conv2d instead:
+whose extension compiles YOUR m3.05, m3.04, m3.03 and m2.05 forward kernels, see that folder's
+load_extension.py); the reference capstone trains with the reference m3.06. If your m3.06 does
+not pass its tests yet, train your capstone with the reference Conv2d instead:
 
     COURSE_EARLIER_KERNELS=solution ./course grade m3_07
 
@@ -28,6 +28,11 @@ sys.path.insert(0, str(HERE))  # cnn_training, when imported from elsewhere
 from course_harness import paths  # noqa: E402
 
 EXERCISE = "m3_07"
+# The earlier exercise whose extension and Conv2d the capstone trains with (yours or the
+# reference, paths.earlier_impl); that extension compiles the earlier kernels its own
+# load_extension.py lists. tools/check_course.py reads this: the lesson's "Builds on" line
+# names it and what it compiles.
+EARLIER_EXTENSION = "month3/06_autograd_conv"
 
 
 def _import(name, path):
@@ -41,7 +46,7 @@ def _import(name, path):
 @functools.lru_cache(maxsize=None)
 def m3_06_loader():
     """month3/06_autograd_conv/load_extension.py, under a name of its own (this file has its name)."""
-    return _import("m3_06_load_extension", paths.ROOT / "month3" / "06_autograd_conv" / "load_extension.py")
+    return _import("m3_06_load_extension", paths.ROOT / EARLIER_EXTENSION / "load_extension.py")
 
 
 @functools.lru_cache(maxsize=None)
