@@ -72,6 +72,16 @@ class Exercise:
     def lesson(self):
         return self.folder / "README.md"
 
+    def lesson_to_read(self):
+        """The lesson in the learner's language (./course hint --lang ko, or COURSE_LANG=ko):
+        README.ko.md where it exists, else README.md."""
+        try:
+            language = hint_language()
+        except UsageError:
+            language = "en"
+        translated = self.folder / "README.ko.md"
+        return translated if language == "ko" and (ROOT / translated).is_file() else self.lesson
+
     def lesson_head(self, lines=15):
         try:
             return (ROOT / self.lesson).read_text(errors="replace").splitlines()[:lines]
@@ -90,7 +100,7 @@ class Exercise:
         for line in self.lesson_head():
             match = re.match(r"\*\*Needs:\*\*\s*(.+)", line.strip())
             if match:
-                return match.group(1).strip()
+                return match.group(1).rstrip("\\ ")  # a trailing \ is the line break after it
         return ""
 
     def learner_files(self):
@@ -487,7 +497,7 @@ def command_grade(args, exercises):
     elif verdicts[0] and not args.exercises:
         following = first_unfinished(exercises)
         if following is not None:
-            print(f"Next: {following.title}, lesson {following.lesson}")
+            print(f"Next: {following.title}, lesson {following.lesson_to_read()}")
     return 0 if all(verdicts) else 1
 
 
@@ -532,7 +542,7 @@ def command_status(args, exercises):
     if following is None:
         print("Every exercise is done." if not blocked else "Every other exercise is done.")
     else:
-        print(f"Next: {following.title}\n  read   {following.lesson}\n"
+        print(f"Next: {following.title}\n  read   {following.lesson_to_read()}\n"
               f"  edit   {', '.join(rel.as_posix() for rel in following.learner_files())}\n"
               f"  grade  ./course grade {following.short}")
     return 0
@@ -786,7 +796,7 @@ def command_watch(args, exercises):
                     print("Every exercise is done.")
                     return 0
                 exercise = following
-                print(f"\nNext: {exercise.title}, lesson {exercise.lesson}")
+                print(f"\nNext: {exercise.title}, lesson {exercise.lesson_to_read()}")
             print(f"\nwatching {exercise.folder}/ (save a file to grade again; Ctrl-C to stop)", flush=True)
             before = snapshot(exercise)
             while snapshot(exercise) == before:
@@ -994,8 +1004,8 @@ def parser():
                      help="show step N of that TODO (without one: of the TODO shown last), again or ahead")
     sub.add_argument("--list", action="store_true", help="list each TODO's step titles, showing none of them")
     sub.add_argument("--lang", choices=sorted(HINT_LANGUAGES),
-                     help="the hints' language, remembered for the next ones (ko: 한국어); "
-                          "COURSE_LANG=ko does the same for one command")
+                     help="the language of the hints and of the lessons ./course points to, "
+                          "remembered (ko: 한국어); COURSE_LANG=ko does the same for one command")
     sub = add("watch", command_watch, "grade again each time you save a file of the exercise")
     sub.add_argument("exercise", nargs="?", metavar="EXERCISE")
     sub.add_argument("--interval", type=float, default=1.0, help="seconds between looks at the files")
