@@ -52,6 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "common" / "python"))
 from course_harness import requirements  # noqa: E402  (the skip wordings; it imports no torch)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lesson_pages import header_line  # noqa: E402  (a lesson's **Builds on:** line)
 import skeleton_manifest  # noqa: E402  (tools/skeleton_manifest.py)
 
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".h", ".py"}
@@ -317,7 +318,6 @@ def strict_manifest_wanted(flag):
 # and through those, what they build on in turn (m3.07 loads m3.06's extension, which compiles
 # m3.05, m3.04, m3.03 and m2.05). Every lesson of BUILDS_ON_MONTHS has the line, and so does any
 # exercise whose build uses an earlier one.
-BUILDS_ON_LINE = re.compile(r"^\*\*Builds on:\*\*(.*)$")
 BUILDS_ON_MONTHS = {3}
 NAMED_EXERCISE = re.compile(r"\bm(\d+)\.(\d\d)\b")
 LINKED_EXERCISE = re.compile(r"\bm(\d+)_(\d\d)_[a-z0-9_]+?_(?:\$\{COURSE_EARLIER_KERNELS\}|exercise|solution)\b")
@@ -422,19 +422,6 @@ def build_dependencies(root):
     return {tag: closure(tag, set()) - {tag} for tag in direct}, problems
 
 
-def builds_on_line(lesson, lines=15):
-    """The text after **Builds on:** in the head of a lesson, or None when it has no such line."""
-    try:
-        head = lesson.read_text(errors="replace").splitlines()[:lines]
-    except OSError:
-        return None
-    for line in head:
-        match = BUILDS_ON_LINE.match(line.strip())
-        if match:
-            return match.group(1).strip()
-    return None
-
-
 def check_builds_on(root):
     """Each lesson's **Builds on:** line names the earlier exercises its build uses, no more, no
     fewer (build_dependencies); a lesson of BUILDS_ON_MONTHS, or whose build uses one, has it."""
@@ -446,7 +433,7 @@ def check_builds_on(root):
         if tag is None or tag not in uses:
             continue
         lesson = (folder / "README.md").relative_to(root).as_posix()
-        line = builds_on_line(root / lesson)
+        line = header_line(root / lesson, "Builds on")
         month = int(tag[1:].split(".")[0])
         if line is None:
             if uses[tag] or month in BUILDS_ON_MONTHS:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run_benchmarks  # noqa: E402  (table_rows: the rows a results table shows)
+from lesson_pages import lesson_files, strip_code  # noqa: E402
 
 MARKER = re.compile(r"<!--\s*(fig|spec|reading|goal|example):(.*?)-->", re.S)
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
@@ -48,23 +49,6 @@ FIGURE_BEFORE = re.compile(
 # A number with a unit of speed or time in prose (3×3 and 1x1 are shapes, not figures).
 UNIT_FIGURE = re.compile(
     rf"(?<![\w.^])({NUMBER})\s?(×(?!\s?\d)|x(?!\s?\d)(?!\w)|TFLOP/s|GFLOP/s|GB/s|GiB/s|TB/s|µs|us\b|ms\b|ns\b|%)")
-
-
-def lesson_files(root):
-    """The pages a learner reads: the top README, docs/*.md, each month's and exercise's
-    README and hints, in English and in any other language beside them."""
-    files = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
-    for month in sorted(root.glob("month[0-9]")):
-        files += sorted(month.glob("*.md")) + sorted(month.glob("*/*.md"))
-    return [path for path in files if path.is_file()]
-
-
-def strip_code(text):
-    """text with fenced code blocks and inline code blanked out (offsets and lines kept)."""
-    def blank(match):
-        return re.sub(r"[^\n]", " ", match.group(0))
-    text = re.sub(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", blank, text, flags=re.M | re.S)
-    return re.sub(r"`(?:[^`\n]|\n(?![ \t]*\n))*`", blank, text)  # may wrap within a paragraph
 
 
 def precision(written):

@@ -11,10 +11,7 @@ import unicodedata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import check_figures  # noqa: E402  (lesson_files, strip_code)
-
-LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+from lesson_pages import HEADING, LINK, lesson_files, strip_code, without_fences  # noqa: E402
 
 
 def anchor(heading):
@@ -25,14 +22,11 @@ def anchor(heading):
     return kept.replace(" ", "-")
 
 
-FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.M | re.S)
-
-
 def anchors(path):
-    text = FENCE.sub("", path.read_text(encoding="utf-8"))  # inline code stays: it is in the anchor
+    text = without_fences(path.read_text(encoding="utf-8"))  # inline code stays: it is in the anchor
     seen, found = {}, set()
     for match in HEADING.finditer(text):
-        base = anchor(match.group(1))
+        base = anchor(match.group(2))
         count = seen.get(base, 0)
         seen[base] = count + 1
         found.add(base if count == 0 else f"{base}-{count}")
@@ -41,7 +35,7 @@ def anchors(path):
 
 def check_page(path, root):
     problems = []
-    text = check_figures.strip_code(path.read_text(encoding="utf-8"))
+    text = strip_code(path.read_text(encoding="utf-8"))
     for match in LINK.finditer(text):
         target = match.group(1)
         if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # https:, mailto:
@@ -63,7 +57,7 @@ def main(argv=None):
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     args = parser.parse_args(argv)
     root = args.root.resolve()
-    pages = check_figures.lesson_files(root)
+    pages = lesson_files(root)
     problems = [problem for page in pages for problem in check_page(page, root)]
     for problem in problems:
         print(problem)

@@ -26,31 +26,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import check_figures  # noqa: E402  (the figure comments and the unit-figure pattern)
-
-FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
-HEADING = re.compile(r"^(#{1,6})\s+\S", re.M)
-# An inline code span may wrap onto the next line of its paragraph (never past a blank line).
-INLINE_CODE = re.compile(r"`((?:[^`\n]|\n(?![ \t]*\n))+)`")
-LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+from lesson_pages import FENCE, HEADING, INLINE_CODE, LINK, lesson_files, strip_code, without_fences  # noqa: E402
 LANGUAGE_LINK_LINES = 5
 # Pages written for Korean readers only (the glossary of the terms the Korean pages use).
 KOREAN_ONLY = {"docs/glossary.ko.md"}
 
 
 def english_pages(root):
-    return [path for path in check_figures.lesson_files(root) if not path.name.endswith(".ko.md")]
+    return [path for path in lesson_files(root) if not path.name.endswith(".ko.md")]
 
 
 def twin_of(path):
     return path.with_name(path.name[: -len(".md")] + ".ko.md")
 
 
-def without_code_blocks(text):
-    return FENCE.sub("", text)
-
-
 def headings(text):
-    return [len(match.group(1)) for match in HEADING.finditer(without_code_blocks(text))]
+    return [len(match.group(1)) for match in HEADING.finditer(without_fences(text))]
 
 
 def code_blocks(text):
@@ -58,7 +49,7 @@ def code_blocks(text):
 
 
 def inline_code(text):
-    return collections.Counter(" ".join(span.split()) for span in INLINE_CODE.findall(without_code_blocks(text)))
+    return collections.Counter(" ".join(span.split()) for span in INLINE_CODE.findall(without_fences(text)))
 
 
 def normalized_link(target):
@@ -71,7 +62,7 @@ def normalized_link(target):
 
 
 def links(text, page):
-    body = without_code_blocks(text)
+    body = without_fences(text)
     return collections.Counter(normalized_link(t) for t in LINK.findall(body)
                                if not is_language_link(t, page)
                                and not any(t.split("#")[0].endswith(Path(k).name) for k in KOREAN_ONLY))
@@ -86,11 +77,11 @@ def is_language_link(target, page):
 
 def figures(text):
     """The figure comments with the number before each, and the numbers with a unit."""
-    prose = check_figures.strip_code(text)
+    prose = strip_code(text)  # as check_figures reads a page: comments in code are examples
     marked = []
-    for match in check_figures.MARKER.finditer(text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        before = check_figures.FIGURE_BEFORE.search(text[line_start:match.start()])
+    for match in check_figures.MARKER.finditer(prose):
+        line_start = prose.rfind("\n", 0, match.start()) + 1
+        before = check_figures.FIGURE_BEFORE.search(prose[line_start:match.start()])
         number = "" if before is None else "–".join(g for g in before.group(1, 2) if g)
         marked.append(f"{number} <!-- {match.group(1)}: {' '.join(match.group(2).split())} -->")
     with_unit = collections.Counter(f"{m.group(1)}{m.group(2).strip()}"

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "common" / "python"))
 from course_harness import paths, requirements  # noqa: E402  (paths, the skip wordings; no torch)
 import skeleton_manifest  # noqa: E402  (tools/skeleton_manifest.py: the original skeletons)
+import lesson_pages  # noqa: E402  (tools/lesson_pages.py: a lesson's **Needs:** line)
 EXERCISE_DIR = re.compile(r"^month(\d+)/(\d\d)_([a-z0-9_]+)$")
 TODO_TAG = re.compile(r"TODO\(m\d+\.\d\d[a-z]?\)")
 # Source files a change of which means "rebuild and grade again" in watch mode.
@@ -97,11 +98,7 @@ class Exercise:
     @property
     def needs(self):
         """What the exercise needs from the machine: its lesson's "**Needs:**" line."""
-        for line in self.lesson_head():
-            match = re.match(r"\*\*Needs:\*\*\s*(.+)", line.strip())
-            if match:
-                return match.group(1).rstrip("\\ ")  # a trailing \ is the line break after it
-        return ""
+        return lesson_pages.header_line(ROOT / self.lesson, "Needs") or ""
 
     def learner_files(self):
         """The files you edit: those with a reference twin under solutions/."""
