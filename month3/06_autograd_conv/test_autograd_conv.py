@@ -218,7 +218,7 @@ def check_reduced_precision(test, c, dtype, memory_format, seed):
     for bias in (b, None):
         y = call(ops().conv2d, x, w, bias, *conv_args(c), hint=HINT_REDUCED)
         test.assertEqual(y.dtype, dtype, f"conv2d {where}: the output must keep the input's dtype. {HINT_REDUCED}")
-        layout = conv._output_memory_format(x)
+        layout = conv.given.output_memory_format(x)
         test.assertTrue(y.is_contiguous(memory_format=layout),
                         f"conv2d {where}: the output must be {layout} like the input (strides "
                         f"{y.stride()}). {HINT_REDUCED}")
@@ -347,7 +347,7 @@ class RegistrationTest(unittest.TestCase):
 
     def test_one_autograd_mechanism_per_version(self):
         conv = module()
-        self.assertEqual(conv._op_autograd, HAS_OP_AUTOGRAD,
+        self.assertEqual(conv._plumbing.op_autograd, HAS_OP_AUTOGRAD,
                          "the operator's own autograd (register_autograd) must be used exactly where "
                          f"torch.library has it (this is PyTorch {torch.__version__}). {HINT_GIVEN}")
 
