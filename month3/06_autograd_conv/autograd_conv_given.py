@@ -1,6 +1,6 @@
-"""Given code of exercise m3.06 (nothing to write here): everything autograd_conv.py needs
-around your two pieces, conv2d_backward (TODO(m3.06d)) and the Conv2d drop-in (TODO(m3.06e)).
-Your autograd_conv.py and the reference one (solutions/) both import this one file.
+"""Given code of exercise m3.06 (nothing to write here): what autograd_conv.py needs around
+your two pieces there, conv2d_backward and the Conv2d drop-in. Your autograd_conv.py and the
+reference one (solutions/) both import this one file.
 
     given.Plumbing(conv2d_backward, Conv2d)   # what the last lines of autograd_conv.py make:
         .ops()            this version's operators, torch.ops.m3_06_<impl> (after bind())
@@ -32,8 +32,8 @@ kernels are float32 and float64 only), also under torch.autocast("cpu").
 
 Double backward (create_graph=True, then a gradient of a gradient) is not supported: the
 gradient operators have no autograd of their own. Asking for it raises a RuntimeError that
-says so, on both mechanisms, instead of PyTorch's silent zeros (register_autograd's backward
-would otherwise run the gradient operators as if they were constants).
+says so, on both mechanisms. Without it, register_autograd's backward would run the gradient
+operators as constants: a gradient penalty's weight gradient silently missing (in effect zero).
 """
 import torch
 from torch import nn

@@ -1049,7 +1049,8 @@ def check_autocast(test, c, dtype, seed, through):
     rtol, atol = tolerance(dtype, c.c * c.r * c.s)
     testing.assert_close(y, reference_forward(c, *rounded), rtol=rtol, atol=atol,
                          what=f"{where}: forward vs float64", hint=HINT_AUTOCAST)
-    testing.assert_close(y, theirs, rtol=2 * rtol, atol=2 * atol, what=f"{where}: forward vs F.conv2d",
+    # cuDNN adds the bias to its rounded sum and rounds again: a few units apart from ours at most.
+    testing.assert_close(y, theirs, rtol=4 * rtol, atol=4 * atol, what=f"{where}: forward vs F.conv2d",
                          hint=HINT_AUTOCAST)
     dy = dy_for(y, seed + 3)
     call(y.backward, dy, hint=HINT_WIRING)
@@ -1102,7 +1103,7 @@ class AutocastCudaTest(_CudaBase):
         x, w, b = make_inputs(c, SEED + 5700, torch.float32, "cuda")
         with torch.autocast("cuda", dtype=torch.bfloat16):
             if requirements.compute_capability_shortfall(8, 0, "bfloat16"):
-                with self.assertRaisesRegex(RuntimeError, r"autocast.*needs compute capability 8\.0"):
+                with self.assertRaisesRegex(RuntimeError, r"(?s)autocast.*needs compute capability 8\.0"):
                     conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
             else:
                 y = conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
