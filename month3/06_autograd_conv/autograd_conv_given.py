@@ -32,8 +32,9 @@ kernels are float32 and float64 only), also under torch.autocast("cpu").
 
 Double backward (create_graph=True, then a gradient of a gradient) is not supported: the
 gradient operators have no autograd of their own. Asking for it raises a RuntimeError that
-says so, on both mechanisms. Without it, register_autograd's backward would run the gradient
-operators as constants: a gradient penalty's weight gradient silently missing (in effect zero).
+says so, on both mechanisms. Without this guard, register_autograd's backward would run the
+gradient operators as constants: a gradient penalty's weight gradient silently missing (in
+effect zero).
 """
 import torch
 from torch import nn
@@ -271,12 +272,13 @@ class Plumbing:
         x, weight, bias = autocast_inputs((x, weight, bias), dtype)
         try:
             return self._run(x, weight, bias, args, groups)
-        except RuntimeError as error:  # bfloat16 on a GPU before compute capability 8.0
+        except RuntimeError as error:  # this GPU cannot run the dtype autocast asked for
             if not requirements.MACHINE_LIMIT.search(str(error)):
                 raise
-            raise RuntimeError(f"conv2d under torch.autocast('cuda', dtype={dtype}): {error}; "
-                               "autocast with dtype=torch.float16 runs on every GPU of the "
-                               "course") from error
+            way_out = ("; torch.autocast with dtype=torch.float16 runs on every GPU of the course"
+                       if dtype == torch.bfloat16 else "")
+            raise RuntimeError(f"conv2d under torch.autocast('cuda', dtype={dtype}): {error}"
+                               f"{way_out}") from error
 
     def _run(self, x, weight, bias, args, groups):
         check_options(x, weight, groups)

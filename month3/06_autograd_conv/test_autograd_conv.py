@@ -1062,7 +1062,8 @@ def check_autocast(test, c, dtype, seed, through):
         if leaf.grad is None:
             test.fail(f"{where}: {name} is None. {HINT_WIRING}")
         test.assertEqual(leaf.grad.dtype, torch.float32,
-                         f"{where}: {name} must be float32 like its leaf (autograd casts it back). {HINT_AUTOCAST}")
+                         f"{where}: {name} must be float32 like its leaf (autograd casts it back). "
+                         f"{HINT_AUTOCAST}")
         rtol, atol = tolerance(dtype, products)
         testing.assert_close(leaf.grad, want.float(), rtol=rtol, atol=atol, what=f"{where}: {name}",
                              hint=HINT_WIRING)
