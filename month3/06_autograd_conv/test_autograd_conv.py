@@ -975,14 +975,15 @@ class DoubleBackwardCpuTest(unittest.TestCase):
         grad = random_tensor((3, 4), SEED + 5000)
         depends = random_tensor((3, 4), SEED + 5001).requires_grad_(True)
         with torch.no_grad():  # a backward without create_graph: nothing to guard
-            self.assertIs(autograd_conv_given.guard_second_order((grad, None), (depends,))[0], grad)
+            self.assertIs(autograd_conv_given.guard_second_order((grad, None), (depends,))[0], grad,
+                          f"grad mode off (no create_graph): nothing to guard. {HINT_SECOND_ORDER}")
         self.assertIs(autograd_conv_given.guard_second_order((grad, None), (grad,))[0], grad,
-                      "nothing requires grad: nothing to guard")
+                      f"nothing requires grad: nothing to guard. {HINT_SECOND_ORDER}")
         guarded, none = autograd_conv_given.guard_second_order((grad, None), (depends,))
-        self.assertIsNone(none)
+        self.assertIsNone(none, f"a gradient not asked for stays None. {HINT_SECOND_ORDER}")
         self.assertTrue(torch.equal(guarded, grad) and guarded.requires_grad,
-                        "the guarded gradient keeps its values and carries the guard")
-        with self.assertRaisesRegex(RuntimeError, DOUBLE_BACKWARD):
+                        f"the guarded gradient keeps its values and carries the guard. {HINT_SECOND_ORDER}")
+        with self.assertRaisesRegex(RuntimeError, DOUBLE_BACKWARD, msg=HINT_SECOND_ORDER):
             guarded.sum().backward()
 
     def test_conv2d_function_and_module(self):
@@ -998,11 +999,11 @@ class AutocastCpuTest(unittest.TestCase):
     and casts CUDA tensors only (the CPU kernels are float32 and float64)."""
 
     def test_reads_the_cuda_autocast_state(self):
-        self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(), "autocast is off here")
+        self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(), f"autocast is off here. {HINT_AUTOCAST}")
         for dtype in (torch.float16, torch.bfloat16):
             with self.subTest(dtype=dtype), cuda_autocast_state(dtype):
                 self.assertEqual(autograd_conv_given.cuda_autocast_dtype(), dtype, HINT_AUTOCAST)
-        self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(), "the state must be restored")
+        self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(), f"autocast is off again. {HINT_AUTOCAST}")
         with torch.autocast("cpu", dtype=torch.bfloat16):
             self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(),
                               f"CPU autocast is not CUDA autocast. {HINT_AUTOCAST}")
@@ -1104,7 +1105,8 @@ class AutocastCudaTest(_CudaBase):
         x, w, b = make_inputs(c, SEED + 5700, torch.float32, "cuda")
         with torch.autocast("cuda", dtype=torch.bfloat16):
             if requirements.compute_capability_shortfall(8, 0, "bfloat16"):
-                with self.assertRaisesRegex(RuntimeError, r"(?s)autocast.*needs compute capability 8\.0"):
+                with self.assertRaisesRegex(RuntimeError, r"(?s)autocast.*needs compute capability 8\.0",
+                                            msg=HINT_AUTOCAST):
                     conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
             else:
                 y = conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
