@@ -373,6 +373,77 @@ class StepCheckTest(unittest.TestCase):
         self.assertTrue(all(t is not None for _, t in results))
 
 
+class FakeOps:
+    """The course's operators as torch.ops sees them, computed by PyTorch (float32 on the CPU),
+    the forward off by a relative `error`."""
+
+    def __init__(self, error=0.0):
+        self.error = error
+
+    def conv2d(self, x, w, bias, stride, padding, dilation):
+        return F.conv2d(x, w, bias, stride, padding, dilation) * (1 + self.error)
+
+    def conv2d_grad_input(self, dy, x, w, stride, padding, dilation):
+        return torch.nn.grad.conv2d_input(x.shape, w, dy, stride, padding, dilation)
+
+    def conv2d_grad_weight(self, dy, x, w, stride, padding, dilation):
+        return torch.nn.grad.conv2d_weight(x, w.shape, dy, stride, padding, dilation)
+
+
+class PipelineTest(unittest.TestCase):
+    """bench_layer and bench_step end to end on the CPU (host timer, small shapes, PyTorch's
+    own convolutions in place of cuDNN's and the course's): rows, checks, counts and ratios."""
+
+    def test_a_layers_rows_are_checked_then_timed(self):
+        layers = bench.distinct_layers(bench.resnet18_convolutions(batch=2, image=32))
+        stem, layer2_down = layers[0], layers[4]
+        self.assertEqual(stem.case.name, "stem_C3_32_K64_7x7_s2")
+        good = type("Good", (), {"ops": staticmethod(lambda: FakeOps())})
+        bad = type("Bad", (), {"ops": staticmethod(lambda: FakeOps(error=1e-3))})
+        timer = benchmarking.HostTimer(iterations=2, warmup=1)
+        rows = []
+        for layer in (stem, layer2_down):
+            bench.bench_layer(rows, timer, layer, "fp32",
+                              [("course", good), ("exercise", bad), ("broken", RuntimeError("no nvcc"))], device="cpu")
+        self.assertEqual(len(rows), 2 * 4 * 3)
+        by_name = {r["name"]: r for r in rows}
+        for layer in (stem, layer2_down):
+            for direction in bench.DIRECTIONS:
+                for impl in ("cudnn", "course"):
+                    row = by_name[bench.row_name("fp32", impl, layer.case.name, direction)]
+                    self.assertIn("ms", row, row.get("error"))
+                    self.assertEqual(row["count"], bench.weight(layer, direction))
+                    self.assertEqual(row["label"], "fp32, TF32 off")
+                bad_row = by_name[bench.row_name("fp32", "exercise", layer.case.name, direction)]
+                self.assertEqual("ms" in bad_row, direction != "fwd", bad_row)
+                broken = by_name[bench.row_name("fp32", "broken", layer.case.name, direction)]
+                self.assertEqual(broken["error"], "failed to build: RuntimeError: no nvcc")
+        self.assertEqual(by_name[bench.row_name("fp32", "course", stem.case.name, "grad_input")]["count"], 0)
+
+    def test_the_training_step_rows(self):
+        torchvision = type("FakeTorchvision", (), {"models": type("Models", (), {
+            "resnet18": staticmethod(lambda num_classes: ResNet18(num_classes))})})
+        timer = benchmarking.HostTimer(iterations=1, warmup=0)
+        rows, checked = [], {}
+        impls = [("course", fake_autograd_conv()), ("exercise", fake_autograd_conv(error=1e-3)),
+                 ("skipped", fake_autograd_conv(skip=2))]
+        bench.bench_step(rows, timer, torchvision, "fp32", impls, checked, device="cpu", batch=2, image=32)
+        bench.add_step_ratios(rows, "fp32", [impl for impl, _ in impls])
+        by_name = {r["name"]: r for r in rows}
+        self.assertEqual(list(by_name), [bench.step_row_name("fp32", i) for i in ("cudnn", "course", "exercise", "skipped")])
+        course = by_name[bench.step_row_name("fp32", "course")]
+        self.assertIn("ms", course, course.get("error"))
+        self.assertAlmostEqual(course["x_cudnn"], course["ms"] / by_name[bench.step_row_name("fp32", "cudnn")]["ms"])
+        self.assertEqual((course["iterations"], course["label"]), (1, "fp32, TF32 off"))
+        self.assertIn("float64 step of 4 images", by_name[bench.step_row_name("fp32", "exercise")]["error"])
+        self.assertIn("convert_module left nn.Conv2d", by_name[bench.step_row_name("fp32", "skipped")]["error"])
+        self.assertEqual(checked["course"], None)
+        self.assertIsInstance(checked["exercise"], AssertionError)
+        rows = []  # the float64 check is done once per implementation: its verdict carries over
+        bench.bench_step(rows, timer, torchvision, "fp32", impls[1:2], checked, device="cpu", batch=2, image=32)
+        self.assertIn("float64 step of 4 images", rows[1]["error"])
+
+
 class NotRunnableTest(unittest.TestCase):
     def test_without_torchvision_the_step_rows_are_not_runnable_and_no_failure(self):
         with mock.patch.dict(sys.modules, {"torchvision": None}):  # import torchvision raises

@@ -17,11 +17,12 @@ downsampling layers), weighted by how often each occurs, and the training step i
      resnet18_conv_<precision>/course/<layer>/<direction>    the reference m3.06 operators
      resnet18_conv_<precision>/exercise/<layer>/<direction>  yours (with --include-exercise)
      resnet18_conv_<precision>/<impl>/weighted_total/<direction>, .../weighted_total/all
-   <direction> is fwd, grad_input or grad_weight. A weighted total is the sum over the layers
-   of count x median time, where count is how many of ResNet-18's convolutions have the
-   layer's shape: the convolution time of one training step, direction by direction. The
-   stem's grad_input is timed but weighs 0 in the totals: a training step computes no
-   gradient for the images. The course's rows carry x_cudnn, their time over cuDNN's.
+   <direction> is fwd, grad_input or grad_weight. Each row's count is how many times one
+   training step runs it: how many of ResNet-18's convolutions have the layer's shape, but 0
+   for the stem's grad_input (timed all the same: a training step computes no gradient for
+   the images). A weighted total is the sum over the layers of count x median time: the
+   convolution time of one training step, direction by direction, and `all` of the three.
+   The course's rows carry x_cudnn, their time over cuDNN's.
 2. End to end, one training step of torchvision.models.resnet18(num_classes=1000): zero the
    gradients, forward, cross-entropy against random labels, backward (every parameter's
    gradient; no optimizer step), the model as torchvision builds it (cuDNN) against the same
@@ -378,13 +379,13 @@ def course_runs(ops, x, w, dy, c):
             "grad_weight": lambda: ops.conv2d_grad_weight(dy, x, w, *args)}
 
 
-def layer_inputs(c, precision):
+def layer_inputs(c, precision, device="cuda"):
     """Seeded x, w, dy in [-1, 1) (float16: rounded, channels_last), and the float64 answers
     of the three directions from those same values (cuDNN in float64, benchmark mode off:
     no algorithm search for a reference)."""
-    generator = torch.Generator(device="cuda").manual_seed(SEED)
+    generator = torch.Generator(device=device).manual_seed(SEED)
     p, q = output_size(c)
-    x, w, dy = (torch.rand(*shape, device="cuda", generator=generator) * 2 - 1
+    x, w, dy = (torch.rand(*shape, device=device, generator=generator) * 2 - 1
                 for shape in ((c.n, c.c, c.h, c.w), (c.k, c.c, c.r, c.s), (c.n, c.k, p, q)))
     if precision == "fp16":
         x, w, dy = (t.half().contiguous(memory_format=torch.channels_last) for t in (x, w, dy))
@@ -404,11 +405,11 @@ def check_against(expected, rtol, atol):
     return check
 
 
-def bench_layer(rows, timer, layer, precision, impls):
+def bench_layer(rows, timer, layer, precision, impls, device="cuda"):
     """The rows of one layer in one precision: cuDNN's three directions, then each
     implementation's (impls: [(row name, autograd_conv module, or the exception of its build)])."""
     c = layer.case
-    x, w, dy, expected = layer_inputs(c, precision)
+    x, w, dy, expected = layer_inputs(c, precision, device)
     work = flops(c)
     for impl, conv in [("cudnn", None)] + impls:
         for direction in DIRECTIONS:
@@ -516,15 +517,15 @@ def check_in_float64(base, conv, device="cuda", image=IMAGE):
         torch.backends.cudnn.benchmark = benchmark
 
 
-def bench_step(rows, timer, torchvision, precision, impls, checked):
+def bench_step(rows, timer, torchvision, precision, impls, checked, device="cuda", batch=BATCH, image=IMAGE):
     """The end-to-end rows of `precision`: the twin (cuDNN) first, then each implementation's
     converted copy of the same model, checked (check_in_float64 once per implementation, kept
     in `checked`; then the first step against the twin's), then timed."""
     dtype = DTYPES[precision]
     torch.manual_seed(SEED)
     base = torchvision.models.resnet18(num_classes=NUM_CLASSES)
-    images, labels = step_inputs(BATCH, dtype, SEED)
-    twin = prepared(copy.deepcopy(base), dtype)
+    images, labels = step_inputs(batch, dtype, SEED, device, image)
+    twin = prepared(copy.deepcopy(base), dtype, device)
     run = train_step(twin, images, labels)
     # The twin's first step: what every converted model's first step is checked against
     # (no optimizer: the parameters stay as they are; batch normalisation normalises by the
@@ -542,10 +543,10 @@ def bench_step(rows, timer, torchvision, precision, impls, checked):
         try:
             if impl not in checked:
                 checked[impl] = None
-                check_in_float64(base, conv)
+                check_in_float64(base, conv, device, image)
             elif checked[impl] is not None:
                 raise checked[impl]
-            model = prepared(converted(conv, base), dtype)
+            model = prepared(converted(conv, base), dtype, device)
         except Exception as error:
             checked[impl] = checked[impl] or error
             rows.append({"name": name, "error": f"wrong result or failed call: {benchmarking.first_line(error)}",
