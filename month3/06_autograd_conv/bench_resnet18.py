@@ -6,7 +6,10 @@ training step of the whole model with and without convert_module.
 bench_autograd_conv.py times the ResNet layers the month-3 benchmarks share; this one times
 what a user of the drop-in runs: all 20 convolutions of ResNet-18, 11 distinct shapes (the
 7x7 stride-2 stem, the 3x3 stride-1 and stride-2 layers of each stage, the 1x1 stride-2
-downsampling layers), weighted by how often each occurs, and the training step itself.
+downsampling layers), weighted by how often each occurs, and the training step itself. The
+list is computed from the architecture (resnet18_convolutions: no torchvision needed) and,
+where torchvision is installed, checked against the convolutions its resnet18 runs (forward
+hooks); a difference is a failed row.
 
 1. Per layer, each direction alone: the forward, the input's gradient and the weights' gradient
    of the course's operators (conv2d, conv2d_grad_input, conv2d_grad_weight: what Conv2d's
@@ -626,7 +629,10 @@ def main():
     if "layers" in sections:
         timing.append(f"per layer: {layer_timer.describe()}")
         if torchvision is not None:  # the computed list against the model's own convolutions
-            mismatch = check_layer_list(torchvision)
+            try:
+                mismatch = check_layer_list(torchvision)
+            except Exception as error:  # a torchvision whose resnet18 cannot be built or run
+                mismatch = f"its convolutions could not be listed: {benchmarking.first_line(error)}"
             if mismatch:
                 rows.append({"name": f"{family('fp32')}/layers/torchvision",
                              "error": f"the layer list is not torchvision's ResNet-18: {mismatch}"})
