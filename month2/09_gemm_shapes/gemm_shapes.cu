@@ -4,9 +4,9 @@
 // each block one tile of C and all of K. A 16 x 4096 C is 32 tiles of 128 x 128 for 132
 // multiprocessors, a 1024 x 1024 C 64: most of the GPU waits while a few blocks walk a long K.
 //  * Split-K: the grid's z dimension cuts K into `splits` ranges of k-tiles
-//    (split_k_tiles, TODO(m2.09a)), so tiles x splits blocks share the work. Each split
+//    (split_k_tiles, task m2.09a), so tiles x splits blocks share the work. Each split
 //    writes its partial C, in float32, to a workspace [splits][M][N]; a second kernel adds
-//    the partials (TODO(m2.09b)).
+//    the partials (task m2.09b).
 //  * Determinism: the reduction adds split 0, then 1, then 2, ... for every element, in one
 //    thread, and no two blocks ever write the same address: no atomics, so the order of the
 //    float32 additions, and so every bit of C, is the same on every run.
@@ -14,7 +14,7 @@
 //    for the same C, and no 96 rows of zeros multiplied per block.
 //  * Odd sizes on the float16 path: predicated loads (mma_split_k.h) instead of m2.07's
 //    one-half-at-a-time fallback.
-//  * The chooser (shape_chooser.cu, TODO(m2.09c)) picks the tile and the number of splits
+//  * The chooser (shape_chooser.cu, task m2.09c) picks the tile and the number of splits
 //    from the count of output tiles against the count of multiprocessors.
 // The kernels are in the given headers sgemm_split_k.h and mma_split_k.h; README.md explains.
 #include "gemm_shapes.h"
@@ -38,7 +38,7 @@
 namespace course::COURSE_IMPL {  // see course/impl.h
 // ---- end of given ----
 
-// TODO(m2.09a): the k-tiles [begin, end) that split `split` (0 .. splits - 1) runs, out of
+// task m2.09a: the k-tiles [begin, end) that split `split` (0 .. splits - 1) runs, out of
 // k_tiles. The ranges of splits 0, 1, 2, ... must follow each other without gap or overlap,
 // cover [0, k_tiles), and differ in length by at most one tile (so that no split waits for
 // a longer one). With more splits than k-tiles some ranges are empty. Example: 10 k-tiles
@@ -53,7 +53,7 @@ __host__ __device__ gemm_shapes::KTileRange split_k_tiles(int split, int splits,
 
 namespace {
 
-// TODO(m2.09b): C = alpha * (partial 0 + partial 1 + ... + partial splits-1) + beta * C.
+// task m2.09b: C = alpha * (partial 0 + partial 1 + ... + partial splits-1) + beta * C.
 // Partial s of element i (= row * N + column) is workspace[s * M * N + i]. Add the partials
 // in split order (0, 1, 2, ...) in one float32 running sum per element, so that every run
 // adds the same numbers in the same order: bitwise the same C. Use a grid-stride loop over

@@ -70,12 +70,12 @@ struct KTileRange {
 }  // namespace course::gemm_shapes
 
 COURSE_DECLARE_IMPLS(
-    // TODO(m2.09a) (gemm_shapes.cu): the k-tiles that split `split` of `splits` runs when K
+    // Yours, in gemm_shapes.cu (m2.09a): the k-tiles that split `split` of `splits` runs when K
     // is cut into `k_tiles` k-tiles. Host and device code: the kernels call it with
     // blockIdx.z, the tests on the CPU.
     __host__ __device__ gemm_shapes::KTileRange split_k_tiles(int split, int splits, int k_tiles);
 
-    // TODO(m2.09c) (shape_chooser.cu): the plan for an M x N x K GEMM in `precision` on a GPU
+    // Yours, in shape_chooser.cu (m2.09c): the plan for an M x N x K GEMM in `precision` on a GPU
     // with `multiprocessors` SMs, when `workspace_floats` floats of workspace are available.
     // Host code, no GPU needed: the tests check its decisions on a table of shapes.
     gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,

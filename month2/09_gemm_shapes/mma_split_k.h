@@ -1,13 +1,13 @@
 // Given code for exercise m2.09: the float16 split-K kernel (float16 A and B, float32
 // accumulation and C). Your skeleton and the reference both include it (gemm_shapes.cu); the
-// parts you write are split_k_tiles (TODO(m2.09a)), which this kernel calls, and the
-// reduction (TODO(m2.09b)).
+// parts you write are split_k_tiles (task m2.09a), which this kernel calls, and the
+// reduction (task m2.09b).
 //
 // Where it comes from: m2.07's part 3 (month2/07_wmma/mma_gemm.cu): its tile configuration
 // and copies (MmaTile, copy_tiles) come from m2.07's given header mma_gemm_pipeline.h,
 // included as it is; its fragment loads, products and epilogue (load_fragments,
-// multiply_fragments, store_accumulators, the reference answers of TODO(m2.07e) and
-// TODO(m2.07g)) are repeated below, because m2.07 keeps them in the file you edit there.
+// multiply_fragments, store_accumulators, the reference answers of m2.07's
+// tasks e and g) are repeated below, because m2.07 keeps them in the file you edit there.
 // What changed, and only that:
 //   * the main loop runs the k-tiles [range.begin, range.end), range =
 //     split_k_tiles(blockIdx.z, gridDim.z, k_tiles), and writes C (one split) or its slice of

@@ -1,6 +1,6 @@
 // Given code for exercise m2.09: the float32 split-K kernel. Your skeleton and the reference
-// both include it (gemm_shapes.cu); the parts you write are split_k_tiles (TODO(m2.09a)),
-// which this kernel calls, and the reduction (TODO(m2.09b)).
+// both include it (gemm_shapes.cu); the parts you write are split_k_tiles (task m2.09a),
+// which this kernel calls, and the reduction (task m2.09b).
 //
 // Where it comes from: the main loop is m2.05's 2D register tile (month2/05_register_tiling/
 // sgemm_2d_register_tile.cu, part 2: A through registers and stored transposed, B by
