@@ -38,17 +38,17 @@ int main(int argc, char** argv) {
   };
   std::vector<std::pair<std::string, course::GemmFn>> fp32 = {
 #if defined(COURSE_HAVE_REGISTER_TILING)
-      {"step_m2_05_register_tiling", course::solution::sgemm_2d_register_tile},
+    {"step_m2_05_register_tiling", course::solution::sgemm_2d_register_tile},
 #endif
-      {"solution", course::solution::sgemm_shapes},
-      {"exercise", course::exercise::sgemm_shapes},
+    {"solution", course::solution::sgemm_shapes},
+    {"exercise", course::exercise::sgemm_shapes},
   };
   std::vector<std::pair<std::string, course::GemmFnOf<__half>>> fp16 = {
 #if defined(COURSE_HAVE_WMMA)
-      {"step_m2_07_wmma", course::solution::mma_gemm},
+    {"step_m2_07_wmma", course::solution::mma_gemm},
 #endif
-      {"solution", course::solution::hgemm_shapes},
-      {"exercise", course::exercise::hgemm_shapes},
+    {"solution", course::solution::hgemm_shapes},
+    {"exercise", course::exercise::hgemm_shapes},
   };
   course::bench::register_gemm_shape_rows<float>("shapes_fp32", fp32, shapes);
   course::bench::register_gemm_shape_rows<__half>("shapes_fp16", fp16, shapes);

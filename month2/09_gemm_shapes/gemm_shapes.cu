@@ -99,8 +99,8 @@ void launch_reduce(const char* function, int M, int N, int splits, const float* 
                    float alpha, float beta, float* C, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const std::int64_t count = static_cast<std::int64_t>(M) * N;
-  const unsigned blocks = grid_blocks_1d(function, count < 65536LL * kThreads ? count : 65536LL * kThreads,
-                                         kThreads);
+  const unsigned blocks =
+      grid_blocks_1d(function, count < 65536LL * kThreads ? count : 65536LL * kThreads, kThreads);
   reduce_splits_kernel<<<blocks, kThreads, 0, stream>>>(M, N, splits, workspace, alpha, beta, C);
   CUDA_CHECK_LAUNCH();
 }
@@ -129,7 +129,8 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
   const bool predicated = !(K % 8 == 0 && N % 8 == 0 && is_aligned(A, 16) && is_aligned(B, 16));
   auto launch = [&](auto kernel, auto tile) {
     using T = decltype(tile);
-    const long long blocks = static_cast<long long>(ceil_div(M, T::kBlockM)) * ceil_div(N, T::kBlockN);
+    const long long blocks =
+        static_cast<long long>(ceil_div(M, T::kBlockM)) * ceil_div(N, T::kBlockN);
     allow_dynamic_shared_memory(kernel, T::kSharedBytes, function);
     kernel<<<dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(splits)), T::kThreads,
              T::kSharedBytes, stream>>>(M, N, K, alpha, A, B, beta, C, workspace);
@@ -156,7 +157,8 @@ float* shared_workspace() {
   static std::unique_ptr<DeviceBuffer<float>> buffers[kMaxDevices];
   const int device = current_device();
   require(device >= 0 && device < kMaxDevices, "gemm_shapes", "device index out of range");
-  if (!buffers[device]) buffers[device] = std::make_unique<DeviceBuffer<float>>(kSharedWorkspaceFloats);
+  if (!buffers[device])
+    buffers[device] = std::make_unique<DeviceBuffer<float>>(kSharedWorkspaceFloats);
   return buffers[device]->data();
 }
 
@@ -172,22 +174,25 @@ void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
                    const float* A, const float* B, float beta, float* C, float* workspace,
                    std::size_t workspace_floats, cudaStream_t stream) {
   constexpr const char* kFunction = "sgemm_planned";
-  if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats)) return;
+  if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
+    return;
   if (plan.tile == gemm_shapes::BlockTile::square) {
-    launch_sgemm_tile<sgemm_split_k::SquareTile>(kFunction, plan.splits, M, N, K, alpha, A, B,
-                                                 beta, C, workspace, stream);
+    launch_sgemm_tile<sgemm_split_k::SquareTile>(kFunction, plan.splits, M, N, K, alpha, A, B, beta,
+                                                 C, workspace, stream);
   } else {
-    launch_sgemm_tile<sgemm_split_k::SkinnyTile>(kFunction, plan.splits, M, N, K, alpha, A, B,
-                                                 beta, C, workspace, stream);
+    launch_sgemm_tile<sgemm_split_k::SkinnyTile>(kFunction, plan.splits, M, N, K, alpha, A, B, beta,
+                                                 C, workspace, stream);
   }
-  if (plan.splits > 1) launch_reduce(kFunction, M, N, plan.splits, workspace, alpha, beta, C, stream);
+  if (plan.splits > 1)
+    launch_reduce(kFunction, M, N, plan.splits, workspace, alpha, beta, C, stream);
 }
 
 void hgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
                    const __half* A, const __half* B, float beta, float* C, float* workspace,
                    std::size_t workspace_floats, cudaStream_t stream) {
   constexpr const char* kFunction = "hgemm_planned";
-  if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats)) return;
+  if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
+    return;
   if (plan.tile == gemm_shapes::BlockTile::square) {
     launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
         kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, stream);
@@ -195,7 +200,8 @@ void hgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
     launch_hgemm_tile<mma_split_k::SkinnyTile, mma_split_k::SkinnyPredicatedTile>(
         kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, stream);
   }
-  if (plan.splits > 1) launch_reduce(kFunction, M, N, plan.splits, workspace, alpha, beta, C, stream);
+  if (plan.splits > 1)
+    launch_reduce(kFunction, M, N, plan.splits, workspace, alpha, beta, C, stream);
 }
 
 void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float* B, float beta,

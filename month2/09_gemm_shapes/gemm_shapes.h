@@ -30,10 +30,10 @@ enum class BlockTile { square, skinny };
 
 inline constexpr int kSquareBlockM = 128;
 inline constexpr int kSkinnyBlockM = 32;
-inline constexpr int kBlockN = 128;         // both tiles
-inline constexpr int kSkinnyMaxM = 64;      // the chooser takes the skinny tile up to this M
+inline constexpr int kBlockN = 128;           // both tiles
+inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
 inline constexpr int kMinKTilesPerSplit = 8;  // a split runs at least this many k-tiles
-inline constexpr int kMaxSplits = 16;       // the chooser never splits K more often
+inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
 
 __host__ __device__ constexpr int block_m(BlockTile tile) {
@@ -95,7 +95,7 @@ COURSE_DECLARE_IMPLS(
     // device, allocated at the first call that needs one and kept; calls that run at the
     // same time on different streams would share it: use the planned launchers with your
     // own workspace there). The signature of every month-2 GEMM (course/gemm.h).
-    void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float* B,
-                      float beta, float* C, cudaStream_t stream = nullptr);
+    void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                      float* C, cudaStream_t stream = nullptr);
     void hgemm_shapes(int M, int N, int K, float alpha, const __half* A, const __half* B,
                       float beta, float* C, cudaStream_t stream = nullptr);)

@@ -71,8 +71,9 @@ __device__ __forceinline__ void load_fragments(const __half* stage, int k, int w
   const int piece_row = lane % 16, piece_col = (lane / 16) * 8;
 #pragma unroll
   for (int i = 0; i < Tile::kTilesM; ++i) {
-    load_matrix_x4(f.a[i], shared_address(As + tile_offset<Tile::kLayout, Tile::kBlockK, Tile::kLdA>(
-                                                   warp_m + i * 16 + piece_row, k + piece_col)));
+    load_matrix_x4(f.a[i],
+                   shared_address(As + tile_offset<Tile::kLayout, Tile::kBlockK, Tile::kLdA>(
+                                           warp_m + i * 16 + piece_row, k + piece_col)));
   }
 #pragma unroll
   for (int j = 0; j < Tile::kTilesN; j += 2) {
@@ -89,7 +90,8 @@ __device__ __forceinline__ void load_fragments(const __half* stage, int k, int w
 
 // All kBlockK / 16 slices of one stage: kTilesM x kTilesN products per slice.
 template <class Tile>
-__device__ __forceinline__ void multiply_stage(const __half* stage, int warp_m, int warp_n, int lane,
+__device__ __forceinline__ void multiply_stage(const __half* stage, int warp_m, int warp_n,
+                                               int lane,
                                                float (&acc)[Tile::kTilesM][Tile::kTilesN][4]) {
 #pragma unroll
   for (int k = 0; k < Tile::kBlockK; k += 16) {
@@ -126,8 +128,9 @@ __device__ __forceinline__ uint4 load_chunk_predicated(const __half* __restrict_
     const bool inside = row_inside && first_col + j < cols;
     h[j] = inside ? __half_as_ushort(__ldg(row_start + first_col + j)) : std::uint16_t{0};
   }
-  return make_uint4(h[0] | (static_cast<unsigned>(h[1]) << 16), h[2] | (static_cast<unsigned>(h[3]) << 16),
-                    h[4] | (static_cast<unsigned>(h[5]) << 16), h[6] | (static_cast<unsigned>(h[7]) << 16));
+  return make_uint4(
+      h[0] | (static_cast<unsigned>(h[1]) << 16), h[2] | (static_cast<unsigned>(h[3]) << 16),
+      h[4] | (static_cast<unsigned>(h[5]) << 16), h[6] | (static_cast<unsigned>(h[7]) << 16));
 }
 
 template <class Tile>
@@ -207,13 +210,16 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   const int first = range.begin;
   const int num_tiles = range.end > range.begin ? range.end - range.begin : 0;
   auto stage = [&](int index) { return shared + index * Tile::kStageHalves; };
-  auto k0_of = [&](int t) { return (first + t) * Tile::kBlockK; };  // t counts from the split's start
+  auto k0_of = [&](int t) {
+    return (first + t) * Tile::kBlockK;
+  };  // t counts from the split's start
 
   if constexpr (!kPredicated) {
     // m2.07's pipeline, over this split's tiles.
 #pragma unroll
     for (int s = 0; s < Tile::kStages - 1; ++s) {
-      if (s < num_tiles) copy_tiles<Tile, true>(stage(s), A, B, M, N, K, block_m, block_n, k0_of(s));
+      if (s < num_tiles)
+        copy_tiles<Tile, true>(stage(s), A, B, M, N, K, block_m, block_n, k0_of(s));
       commit_copies();
     }
     for (int t = 0; t < num_tiles; ++t) {

@@ -62,7 +62,8 @@ using SquareTile = TileConfig<128, 128, 16, 64, 64, 8, 16, 2, 2, 8>;
 using SkinnyTile = TileConfig<32, 128, 16, 16, 64, 4, 8, 2, 4, 1>;
 static_assert(SquareTile::BM == gemm_shapes::kSquareBlockM &&
                   SkinnyTile::BM == gemm_shapes::kSkinnyBlockM &&
-                  SquareTile::BN == gemm_shapes::kBlockN && SkinnyTile::BN == gemm_shapes::kBlockN &&
+                  SquareTile::BN == gemm_shapes::kBlockN &&
+                  SkinnyTile::BN == gemm_shapes::kBlockN &&
                   SquareTile::BK == gemm_shapes::k_tile(gemm_shapes::Precision::fp32),
               "the chooser's tile sizes (gemm_shapes.h) are the kernels' tile sizes");
 
@@ -100,7 +101,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
       split_k_tiles(static_cast<int>(blockIdx.z), static_cast<int>(gridDim.z), k_tiles);
   const int num_tiles = range.end > range.begin ? range.end - range.begin : 0;
   const int k_start = k_first + range.begin * BK;  // the first k of this split's first tile
-  const bool starts_short = range.begin == 0;       // its first tile is k-tile 0
+  const bool starts_short = range.begin == 0;      // its first tile is k-tile 0
 
   const int a_row = tid / (BK / 4), a_k = (tid % (BK / 4)) * 4;
   const int b_row = tid / (BN / 4), b_col = (tid % (BN / 4)) * 4;
@@ -166,7 +167,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS_PER_SM)
         copy_16_bytes_async(dest, source, inside ? b_bytes[0] : 0);
       } else {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) copy_4_bytes_async(dest + j * 4, source + j, inside ? b_bytes[j] : 0);
+        for (int j = 0; j < 4; ++j)
+          copy_4_bytes_async(dest + j * 4, source + j, inside ? b_bytes[j] : 0);
       }
     }
     b_source += b_tile_stride;

@@ -27,7 +27,8 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   //  1. tiles = the output tiles of plan.tile: ceil(M / block_m(plan.tile)) x ceil(N / kBlockN);
   //  2. splits = ceil(multiprocessors / tiles), so that tiles x splits blocks cover every
   //     multiprocessor (1 when there are tiles enough);
-  //  3. at most k_tiles / kMinKTilesPerSplit (but at least 1), k_tiles = ceil(K / k_tile(precision)):
+  //  3. at most k_tiles / kMinKTilesPerSplit (but at least 1), k_tiles = ceil(K /
+  //  k_tile(precision)):
   //     every split keeps kMinKTilesPerSplit k-tiles or more;
   //  4. at most workspace_floats / (M x N) (but at least 1): the partials must fit;
   //  5. at most kMaxSplits.

@@ -12,8 +12,8 @@
 
 #include <cuda_fp16.h>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -73,12 +73,12 @@ TEST(SplitKTiles, RangesCoverKInOrderWithoutGapsAndBalanced) {
   // The worked example of the TODO, and a product past INT_MAX.
   const auto third = course::impl::split_k_tiles(2, 4, 10);
   EXPECT_TRUE(third.begin == 5 && third.end == 7)
-      << "10 k-tiles in 4 splits: split 2 runs [5, 7), got [" << third.begin << ", "
-      << third.end << "). " << kRangeHint;
+      << "10 k-tiles in 4 splits: split 2 runs [5, 7), got [" << third.begin << ", " << third.end
+      << "). " << kRangeHint;
   const auto last = course::impl::split_k_tiles(15, 16, 200000000);
   EXPECT_TRUE(last.begin == 187500000 && last.end == 200000000)
-      << "split 15 of 16 over 2e8 k-tiles runs [187500000, 200000000), got [" << last.begin
-      << ", " << last.end << "): 15 x 2e8 passes INT_MAX. " << kRangeHint;
+      << "split 15 of 16 over 2e8 k-tiles runs [187500000, 200000000), got [" << last.begin << ", "
+      << last.end << "): 15 x 2e8 passes INT_MAX. " << kRangeHint;
 }
 
 // --- CPU: the chooser's decisions -------------------------------------------------------------
@@ -151,8 +151,8 @@ TEST(ShapeChooser, PlansAlwaysFitTheirWorkspace) {
               course::impl::choose_gemm_plan(M, N, K, Precision::fp32, 132, workspace);
           EXPECT_TRUE(plan.splits >= 1 && plan.splits <= course::gemm_shapes::kMaxSplits &&
                       course::gemm_shapes::workspace_floats(plan, M, N) <= workspace)
-              << M << " x " << N << " x " << K << ", workspace " << workspace
-              << " floats: got " << plan.splits << " splits. " << kChooserHint;
+              << M << " x " << N << " x " << K << ", workspace " << workspace << " floats: got "
+              << plan.splits << " splits. " << kChooserHint;
         }
       }
     }
@@ -171,8 +171,8 @@ void sgemm_with_plan(int M, int N, int K, float alpha, const float* A, const flo
   course::impl::sgemm_planned(g_plan, M, N, K, alpha, A, B, beta, C, g_workspace->data(),
                               g_workspace->size(), stream);
 }
-void hgemm_with_plan(int M, int N, int K, float alpha, const __half* A, const __half* B,
-                     float beta, float* C, cudaStream_t stream) {
+void hgemm_with_plan(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta,
+                     float* C, cudaStream_t stream) {
   course::impl::hgemm_planned(g_plan, M, N, K, alpha, A, B, beta, C, g_workspace->data(),
                               g_workspace->size(), stream);
 }
@@ -193,8 +193,8 @@ class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInter
     const auto& [c, tile, splits] = GetParam();
     g_plan = GemmPlan{tile, splits};
     // The workspace is poisoned: a split that skips its slice leaves NaN in the sum.
-    course::DeviceBuffer<float> workspace(
-        std::max<std::size_t>(1, course::gemm_shapes::workspace_floats(g_plan, c.shape.M, c.shape.N)));
+    course::DeviceBuffer<float> workspace(std::max<std::size_t>(
+        1, course::gemm_shapes::workspace_floats(g_plan, c.shape.M, c.shape.N)));
     workspace.poison();
     g_workspace = &workspace;
     std::ostringstream hint;
@@ -217,15 +217,15 @@ TEST_P(PlannedHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_pla
 // 509 x 263 x 1001), and alpha, beta.
 std::vector<course::GemmCase> planned_shapes() {
   return {
-      {{16, 1024, 2048}, 1.0f, 0.0f},  {{128, 640, 1536}, 1.0f, 0.0f},
-      {{256, 256, 4096}, 1.0f, 0.0f},  {{17, 33, 1001}, 1.0f, 0.0f},
+      {{16, 1024, 2048}, 1.0f, 0.0f},   {{128, 640, 1536}, 1.0f, 0.0f},
+      {{256, 256, 4096}, 1.0f, 0.0f},   {{17, 33, 1001}, 1.0f, 0.0f},
       {{509, 263, 1001}, 0.5f, -0.75f}, {{1, 300, 777}, 1.5f, 0.0f},
       {{64, 136, 520}, 1.0f, 1.0f},
   };
 }
-const auto kPlannedCases = ::testing::Combine(::testing::ValuesIn(planned_shapes()),
-                                              ::testing::Values(BlockTile::square, BlockTile::skinny),
-                                              ::testing::Values(1, 2, 3, 7, 16));
+const auto kPlannedCases = ::testing::Combine(
+    ::testing::ValuesIn(planned_shapes()), ::testing::Values(BlockTile::square, BlockTile::skinny),
+    ::testing::Values(1, 2, 3, 7, 16));
 INSTANTIATE_TEST_SUITE_P(Shapes, PlannedSgemmTest, kPlannedCases, planned_case_name);
 INSTANTIATE_TEST_SUITE_P(Shapes, PlannedHgemmTest, kPlannedCases, planned_case_name);
 
@@ -273,12 +273,10 @@ TEST_F(ShapesArgumentsTest, RunsOnTheGivenStream) {
 // Both kernels' float4 / 16-byte paths need aligned rows: odd offsets take the 4-byte
 // (float32) and predicated (float16) paths.
 TEST_F(ShapesArgumentsTest, MisalignedPointersAreHandled) {
-  course::expect_gemm_handles_misaligned_pointers(course::impl::sgemm_shapes,
-                                                  course::GemmShape{48, 264, 2048}, {1, 3, 4},
-                                                  kAllHint);
-  course::expect_gemm_handles_misaligned_pointers(course::impl::hgemm_shapes,
-                                                  course::GemmShape{48, 264, 2048}, {1, 3, 4},
-                                                  kAllHint);
+  course::expect_gemm_handles_misaligned_pointers(
+      course::impl::sgemm_shapes, course::GemmShape{48, 264, 2048}, {1, 3, 4}, kAllHint);
+  course::expect_gemm_handles_misaligned_pointers(
+      course::impl::hgemm_shapes, course::GemmShape{48, 264, 2048}, {1, 3, 4}, kAllHint);
 }
 
 // A split plan queued on a captured stream: both kernels, the GEMM and the reduction.
@@ -327,8 +325,8 @@ void expect_bitwise_reproducible(course::GemmFnOf<Input> gemm, course::GemmShape
   std::vector<std::vector<float>> runs;
   for (int run = 0; run < 2; ++run) {
     auto device_c = course::DeviceBuffer<float>::from_host(C0);
-    gemm(shape.M, shape.N, shape.K, 0.75f, device_a.data(), device_b.data(), 0.5f,
-         device_c.data(), nullptr);
+    gemm(shape.M, shape.N, shape.K, 0.75f, device_a.data(), device_b.data(), 0.5f, device_c.data(),
+         nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
     runs.push_back(device_c.to_host());
   }

@@ -25,8 +25,9 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
 
   // Blocks without splitting: one per output tile. When there are fewer tiles than
   // multiprocessors, split K so that tiles x splits covers them all.
-  const long long tiles = static_cast<long long>((M + block_m(plan.tile) - 1) / block_m(plan.tile)) *
-                          ((N + kBlockN - 1) / kBlockN);
+  const long long tiles =
+      static_cast<long long>((M + block_m(plan.tile) - 1) / block_m(plan.tile)) *
+      ((N + kBlockN - 1) / kBlockN);
   long long splits = (multiprocessors + tiles - 1) / tiles;
   // Each split must keep at least kMinKTilesPerSplit k-tiles: a shorter one spends its time
   // filling and draining the pipeline and writing its partial C.
