@@ -58,6 +58,8 @@
 #include "direct_conv.h"  // m3.03: conv2d_direct_tiled (yours or the reference, load_extension.py)
 #include "im2col_gemm.h"  // m3.04: conv2d_im2col_gemm (yours or the reference, load_extension.py)
 #include "implicit_gemm.h"  // m3.05: conv2d_implicit_gemm_fp16 / _bf16 (the same)
+#include "conv_split.h"  // grad-input by stride phases, the batch in slices
+#include "course/requirements.h"  // compute_capability_shortfall: bfloat16 on m3.05
 
 namespace course {
 namespace {
@@ -143,17 +145,55 @@ __global__ void __launch_bounds__(kReduceThreads)
     grad_bias_kernel(const T* __restrict__ dy, T* __restrict__ partials, int N, int K,
                      std::int64_t pixels);
 
-// w2[c][k][r][t] = w[k][c][R - 1 - r][S - 1 - t]: the filters of the transposed convolution.
+// The filters of grad-input phase `phase` (conv_split.h), [C][K][taps_h][taps_w]:
+//   w2[c][k][i][j] = w[k][c][first_tap_h + (taps_h - 1 - i) tap_step_h][.. the same for j]
+// the phase's taps, reversed and transposed. For stride 1 that is every tap, flipped:
+// w2[c][k][r][t] = w[k][c][R - 1 - r][S - 1 - t], the filters of the transposed convolution.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    flip_transpose_kernel(ConvShape s, const T* __restrict__ w, T* __restrict__ w2) {
+    phase_filters_kernel(ConvShape s, GradInputPhase phase, const T* __restrict__ w,
+                         T* __restrict__ w2) {
+  const int taps_h = phase.h.taps, taps_w = phase.w.taps;
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::int64_t{s.K} * s.C * s.R * s.S) return;
-  const int t = static_cast<int>(i % s.S);
-  const int r = static_cast<int>((i / s.S) % s.R);
-  const int k = static_cast<int>((i / (std::int64_t{s.S} * s.R)) % s.K);
-  const int c = static_cast<int>(i / (std::int64_t{s.S} * s.R * s.K));  // w2 is [C][K][R][S]
-  w2[i] = w[conv_weight_index(ConvLayout::nchw, s, k, c, s.R - 1 - r, s.S - 1 - t)];
+  if (i >= std::int64_t{s.C} * s.K * taps_h * taps_w) return;
+  const int j = static_cast<int>(i % taps_w);
+  const int a = static_cast<int>((i / taps_w) % taps_h);
+  const int k = static_cast<int>((i / (std::int64_t{taps_w} * taps_h)) % s.K);
+  const int c = static_cast<int>(i / (std::int64_t{taps_w} * taps_h * s.K));
+  const int r = phase.h.first_tap + (taps_h - 1 - a) * phase.h.tap_step;
+  const int t = phase.w.first_tap + (taps_w - 1 - j) * phase.w.tap_step;
+  w2[i] = w[conv_weight_index(ConvLayout::nchw, s, k, c, r, t)];
+}
+
+// Puts grad-input phase `phase` of images n0 .. n0 + images - 1 into its places of dx (NCHW):
+//   dx[n][c][phase_h + stride_h a][phase_w + stride_w b] = y[n - n0][c][a + shift_h][b + shift_w]
+// for a < rows_h, b < rows_w, y being the phase's forward output (`layout`, shape `forward`
+// with forward.N = images), or 0 where y is null (no tap reaches the phase). One thread per
+// element, in the order of y's layout, so that consecutive threads read consecutive values.
+template <typename T, ConvLayout kLayout>
+__global__ void __launch_bounds__(kThreads)
+    scatter_phase_kernel(ConvShape s, GradInputPhase phase, int n0, const T* __restrict__ y,
+                         T* __restrict__ dx) {
+  const ConvShape& f = phase.forward;
+  const int rows = phase.h.rows, columns = phase.w.rows;
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t{f.N} * s.C * rows * columns) return;
+  int n, c, a, b;
+  if (kLayout == ConvLayout::nchw) {
+    b = static_cast<int>(i % columns);
+    a = static_cast<int>((i / columns) % rows);
+    c = static_cast<int>((i / (std::int64_t{columns} * rows)) % s.C);
+    n = static_cast<int>(i / (std::int64_t{columns} * rows * s.C));
+  } else {
+    c = static_cast<int>(i % s.C);
+    b = static_cast<int>((i / s.C) % columns);
+    a = static_cast<int>((i / (std::int64_t{s.C} * columns)) % rows);
+    n = static_cast<int>(i / (std::int64_t{s.C} * columns * rows));
+  }
+  const int h = phase.h.phase + s.stride_h * a, col = phase.w.phase + s.stride_w * b;
+  dx[conv_input_index(ConvLayout::nchw, s, n0 + n, c, h, col)] =
+      y != nullptr ? y[conv_output_index(kLayout, f, n, c, a + phase.h.shift, b + phase.w.shift)]
+                   : T(0);
 }
 
 // im2col of images n0 .. n0 + images - 1: col[(c * R + r) * S + t][j], j = (n - n0) * P * Q +
@@ -377,6 +417,56 @@ void run_forward(const char* op, const ForwardKernel& kernel, const ConvShape& s
   }
 }
 
+// ---- The batch in slices ----
+// The kernels index a tensor with int: a batch whose tensors have 2^31 elements or more (or
+// more than COURSE_CONV_MAX_ELEMENTS) runs as slices of whole images (conv_split.h). Each
+// operator says how many elements one image has in the largest tensor it touches;
+// for_each_batch_slice calls body(n0, images) for the slices, in order.
+int batch_chunk(const char* op, int N, std::int64_t elements_per_image) {
+  try {
+    return conv_batch_chunk(op, N, elements_per_image);
+  } catch (const std::invalid_argument& error) {
+    TORCH_CHECK(false, error.what());
+  }
+  return 0;  // not reached
+}
+
+template <typename Body>
+void for_each_batch_slice(const char* op, int N, std::int64_t elements_per_image, Body&& body) {
+  const int chunk = batch_chunk(op, N, elements_per_image);
+  for (int n0 = 0; n0 < N; n0 += chunk) body(n0, std::min(chunk, N - n0));
+}
+
+// The largest of x's and y's elements per image (w is not sliced: check_conv_arguments
+// bounds it).
+std::int64_t activation_elements_per_image(const ConvShape& s) {
+  return std::max(std::int64_t{s.C} * s.H * s.W, std::int64_t{s.K} * s.P() * s.Q());
+}
+
+ConvShape batch_slice(ConvShape s, int images) {
+  s.N = images;
+  return s;
+}
+
+// cuBLAS's math mode set to `mode` for the guard's lifetime, whatever PyTorch had (restored
+// also when an error leaves the scope early).
+class CublasMathModeGuard {
+ public:
+  CublasMathModeGuard(const char* op, cublasHandle_t handle, cublasMath_t mode) : handle_(handle) {
+    TORCH_CHECK(cublasGetMathMode(handle_, &saved_) == CUBLAS_STATUS_SUCCESS, op,
+                ": cublasGetMathMode failed");
+    TORCH_CHECK(cublasSetMathMode(handle_, mode) == CUBLAS_STATUS_SUCCESS, op,
+                ": cublasSetMathMode failed");
+  }
+  ~CublasMathModeGuard() { cublasSetMathMode(handle_, saved_); }
+  CublasMathModeGuard(const CublasMathModeGuard&) = delete;
+  CublasMathModeGuard& operator=(const CublasMathModeGuard&) = delete;
+
+ private:
+  cublasHandle_t handle_;
+  cublasMath_t saved_ = CUBLAS_DEFAULT_MATH;
+};
+
 // ---- The operators ----
 at::Tensor conv2d_cuda(const at::Tensor& input, const at::Tensor& weight,
                        const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
@@ -393,56 +483,125 @@ at::Tensor conv2d_cuda(const at::Tensor& input, const at::Tensor& weight,
   const at::Tensor b_contiguous = b ? b->contiguous() : at::Tensor();
   at::Tensor y =
       at::empty({s.N, s.K, s.P(), s.Q()}, x.options().memory_format(kernel.memory_format));
-  run_forward("conv2d", kernel, s, x, w, b ? &b_contiguous : nullptr, y);
+  // Images are the outermost dimension in both layouts: a slice of x or y is a contiguous
+  // view, and the kernels read and write it in place.
+  for_each_batch_slice("conv2d", s.N, activation_elements_per_image(s), [&](int n0, int images) {
+    at::Tensor y_slice = y.narrow(0, n0, images);
+    run_forward("conv2d", kernel, batch_slice(s, images), x.narrow(0, n0, images), w,
+                b ? &b_contiguous : nullptr, y_slice);
+  });
   // The output in the input's layout, as nn.Conv2d returns it (autograd_conv.h): channels_last
   // in, channels_last out (no copy for m3.05).
   return y.contiguous(output_memory_format(input));
 }
 
+// dx by the gather kernel (grad_input_at, your task m3.06a), float32 or float64, NCHW.
 at::Tensor grad_input_gather(const char* op, const ConvShape& s, const at::Tensor& dy,
                              const at::Tensor& w) {
   at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, dy.options());
-  if (s.N == 0) return dx;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_input_gather", [&] {
-    grad_input_gather_kernel<scalar_t>
-        <<<blocks_for(op, s.input_elements(), kThreads), kThreads, 0, stream>>>(
-            s, dy.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int n0, int images) {
+    const ConvShape slice = batch_slice(s, images);
+    AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_input_gather", [&] {
+      grad_input_gather_kernel<scalar_t>
+          <<<blocks_for(op, slice.input_elements(), kThreads), kThreads, 0, stream>>>(
+              slice, dy.data_ptr<scalar_t>() + n0 * (std::int64_t{s.K} * s.P() * s.Q()),
+              w.data_ptr<scalar_t>(), dx.data_ptr<scalar_t>() + n0 * (std::int64_t{s.C} * s.H * s.W));
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
   });
   return dx;
 }
 
-// For stride 1, dx[n][c][h][w] = sum_{k,r,s} dy[n][k][h + pad - r d][..] w[k][c][r][s] is the
-// forward convolution of dy (K channels, P x Q) with w2[c][k][r][s] = w[k][c][R-1-r][S-1-s],
-// padding d (R - 1) - pad and the same dilation: its output is H x W again. That needs a
-// padding >= 0, i.e. pad <= d (R - 1).
-bool grad_input_as_forward_fits(const ConvShape& s) {
+// dx by stride phases (conv_split.h): for each phase (ph, pw), the phase's taps reversed and
+// transposed (phase_filters_kernel), a stride-1 forward of dy with them through the forward
+// table (m3.04 / m3.03 in float32 on NCHW, m3.05's tensor cores in float16 and bfloat16 on
+// NHWC, the direct kernel in float64), and scatter_phase_kernel putting its rows into dx's
+// strided places. Every dx element is written once: deterministic, no atomics. For stride 1
+// the one phase is dx itself and the forward writes dx directly (NCHW kernels). Returns dx
+// NCHW in dy's dtype.
+at::Tensor grad_input_by_phases(const char* op, const ConvShape& s, const at::Tensor& grad_output,
+                                const at::Tensor& weight) {
+  const at::ScalarType dtype = grad_output.scalar_type();
+  at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, grad_output.options());
+  if (s.N == 0) return dx;
+  const at::Tensor w = weight.contiguous();
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int chunk = batch_chunk(op, s.N,
+                                std::max(activation_elements_per_image(s),
+                                         grad_input_phase_elements_per_image(s)));
+  at::Tensor dy_nchw, dy_nhwc;  // dy in the layouts the phases' kernels read, made once
+  for (int ph = 0; ph < s.stride_h; ++ph) {
+    for (int pw = 0; pw < s.stride_w; ++pw) {
+      const GradInputPhase phase = plan_grad_input_phase(s, ph, pw);
+      if (!phase.has_rows()) continue;  // ph >= H: no dx row is this phase's
+      const ForwardKernel* kernel = nullptr;
+      at::Tensor w2, dy;
+      if (phase.has_taps()) {
+        kernel = &choose_forward(op, phase.forward, dtype);
+        w2 = at::empty({s.C, s.K, phase.h.taps, phase.w.taps}, w.options());
+        AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "phase_filters", [&] {
+          phase_filters_kernel<scalar_t>
+              <<<blocks_for(op, w2.numel(), kThreads), kThreads, 0, stream>>>(
+                  s, phase, w.data_ptr<scalar_t>(), w2.data_ptr<scalar_t>());
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
+        w2 = w2.contiguous(kernel->memory_format);
+        at::Tensor& cached =
+            kernel->memory_format == at::MemoryFormat::ChannelsLast ? dy_nhwc : dy_nchw;
+        if (!cached.defined()) cached = grad_output.contiguous(kernel->memory_format);
+        dy = cached;
+      }
+      for (int n0 = 0; n0 < s.N; n0 += chunk) {
+        const int images = std::min(chunk, s.N - n0);
+        GradInputPhase slice = phase;
+        slice.forward.N = images;
+        const at::Tensor dy_slice = kernel ? dy.narrow(0, n0, images) : at::Tensor();
+        if (kernel && phase.is_whole(s) && kernel->memory_format == at::MemoryFormat::Contiguous) {
+          at::Tensor dx_slice = dx.narrow(0, n0, images);
+          run_forward(op, *kernel, slice.forward, dy_slice, w2, nullptr, dx_slice);
+          continue;
+        }
+        at::Tensor y;
+        if (kernel) {
+          y = at::empty({images, s.C, slice.forward.P(), slice.forward.Q()},
+                        dx.options().memory_format(kernel->memory_format));
+          run_forward(op, *kernel, slice.forward, dy_slice, w2, nullptr, y);
+        }
+        const bool nhwc = kernel && kernel->memory_format == at::MemoryFormat::ChannelsLast;
+        const std::int64_t elements = std::int64_t{images} * s.C * phase.h.rows * phase.w.rows;
+        AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "scatter_phase", [&] {
+          const scalar_t* y_data = kernel ? y.data_ptr<scalar_t>() : nullptr;
+          if (nhwc) {
+            scatter_phase_kernel<scalar_t, ConvLayout::nhwc>
+                <<<blocks_for(op, elements, kThreads), kThreads, 0, stream>>>(
+                    s, slice, n0, y_data, dx.data_ptr<scalar_t>());
+          } else {
+            scatter_phase_kernel<scalar_t, ConvLayout::nchw>
+                <<<blocks_for(op, elements, kThreads), kThreads, 0, stream>>>(
+                    s, slice, n0, y_data, dx.data_ptr<scalar_t>());
+          }
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
+      }
+    }
+  }
+  return dx;
+}
+
+// The float64 grad-input keeps its reference paths: the forward table's direct kernel where
+// the transposed convolution is a forward one with padding >= 0 (stride 1, padding <=
+// dilation * (R - 1)), the gather everywhere else, so that gradcheck on the GPU grades
+// your grad_input_at (task m3.06a) on every strided case.
+bool float64_grad_input_as_forward(const ConvShape& s) {
   return s.stride_h == 1 && s.stride_w == 1 && s.pad_h <= s.dilation_h * (s.R - 1) &&
          s.pad_w <= s.dilation_w * (s.S - 1);
 }
 
-at::Tensor grad_input_as_forward(const char* op, const ConvShape& s, const at::Tensor& dy,
-                                 const at::Tensor& w) {
-  ConvShape t = s;
-  t.C = s.K, t.H = s.P(), t.W = s.Q(), t.K = s.C;
-  t.pad_h = s.dilation_h * (s.R - 1) - s.pad_h, t.pad_w = s.dilation_w * (s.S - 1) - s.pad_w;
-  TORCH_INTERNAL_ASSERT(t.P() == s.H && t.Q() == s.W, op, ": the transposed shape is wrong");
-  at::Tensor w2 = at::empty({s.C, s.K, s.R, s.S}, w.options());
-  at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, dy.options());
-  if (s.N == 0) return dx;
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(w.scalar_type(), "flip_transpose", [&] {
-    flip_transpose_kernel<scalar_t>
-        <<<blocks_for(op, s.weight_elements(), kThreads), kThreads, 0, stream>>>(
-            s, w.data_ptr<scalar_t>(), w2.data_ptr<scalar_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  const ForwardKernel& kernel = choose_forward(op, t, dy.scalar_type());
-  TORCH_INTERNAL_ASSERT(kernel.memory_format == at::MemoryFormat::Contiguous, op,
-                        ": the gradients run on NCHW float32 and float64 only");
-  run_forward(op, kernel, t, dy, w2, nullptr, dx);
-  return dx;
+// bfloat16 runs on m3.05's tensor cores from compute capability 8.0 only; older GPUs take the
+// float32 phases instead (the result is the same float32 sum, rounded once).
+bool phases_run_in(at::ScalarType dtype) {
+  return dtype != at::kBFloat16 || compute_capability_shortfall(8, 0, "bfloat16 mma.sync").empty();
 }
 
 at::Tensor conv2d_grad_input_cuda(const at::Tensor& grad_output, const at::Tensor& input,
@@ -451,15 +610,17 @@ at::Tensor conv2d_grad_input_cuda(const at::Tensor& grad_output, const at::Tenso
   const char* op = "conv2d_grad_input";
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
-  if (is_reduced_precision(input.scalar_type())) {
+  const at::ScalarType dtype = input.scalar_type();
+  if (!phases_run_in(dtype)) {
     return conv2d_grad_input_cuda(grad_output.to(at::kFloat), float32_shape_of(input),
                                   weight.to(at::kFloat), stride, padding, dilation)
-        .to(input.scalar_type());
+        .to(dtype);
   }
   const c10::cuda::CUDAGuard device_guard(input.device());
-  const at::Tensor dy = grad_output.contiguous(), w = weight.contiguous();
-  return grad_input_as_forward_fits(s) ? grad_input_as_forward(op, s, dy, w)
-                                       : grad_input_gather(op, s, dy, w);
+  if (dtype == at::kDouble && !float64_grad_input_as_forward(s)) {
+    return grad_input_gather(op, s, grad_output.contiguous(), weight.contiguous());
+  }
+  return grad_input_by_phases(op, s, grad_output, weight);
 }
 
 at::Tensor conv2d_grad_input_gather_cuda(const at::Tensor& grad_output, const at::Tensor& input,
@@ -477,30 +638,61 @@ at::Tensor conv2d_grad_input_gather_cuda(const at::Tensor& grad_output, const at
   return grad_input_gather(op, s, grad_output.contiguous(), weight.contiguous());
 }
 
+// The dtype the gradients of weight and bias are summed in: float64 for float64, float32
+// for the others (float16 and bfloat16 are converted a slice at a time, and the sum rounded
+// once at the end).
+at::ScalarType accumulation_dtype(at::ScalarType dtype) {
+  return dtype == at::kDouble ? at::kDouble : at::kFloat;
+}
+
+// A batch slice of t, contiguous (NCHW) in `dtype`: a view when t already is, else a copy of
+// the slice only.
+at::Tensor slice_as(const at::Tensor& t, int n0, int images, at::ScalarType dtype) {
+  return t.narrow(0, n0, images).to(dtype).contiguous();
+}
+
 at::Tensor conv2d_grad_weight_direct_cuda(const at::Tensor& grad_output, const at::Tensor& input,
                                           const at::Tensor& weight, at::IntArrayRef stride,
                                           at::IntArrayRef padding, at::IntArrayRef dilation) {
   const char* op = "conv2d_grad_weight_direct";
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
-  if (is_reduced_precision(input.scalar_type())) {
-    return conv2d_grad_weight_direct_cuda(grad_output.to(at::kFloat), input.to(at::kFloat),
-                                          float32_shape_of(weight), stride, padding, dilation)
-        .to(input.scalar_type());
-  }
   const c10::cuda::CUDAGuard device_guard(input.device());
-  const at::Tensor dy = grad_output.contiguous(), x = input.contiguous();
-  at::Tensor dw = at::empty({s.K, s.C, s.R, s.S}, dy.options());
+  const at::ScalarType dtype = accumulation_dtype(input.scalar_type());
+  const int chunk = batch_chunk(op, s.N, activation_elements_per_image(s));
+  const int slices = s.N == 0 ? 1 : (s.N + chunk - 1) / chunk;
+  // One slice (the usual case): the kernel writes dw. Several: each writes its partial dw,
+  // added in slice order (add_partials_kernel).
+  at::Tensor partials = slices == 1 ? at::empty({s.K, s.C, s.R, s.S}, grad_output.options().dtype(dtype))
+                                    : at::empty({slices, s.K, s.C, s.R, s.S}, grad_output.options().dtype(dtype));
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_weight_direct", [&] {
-    grad_weight_direct_kernel<scalar_t>
-        <<<blocks_for(op, s.weight_elements(), 1), kReduceThreads, 0, stream>>>(
-            s, dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), dw.data_ptr<scalar_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  return dw;
+  for (int i = 0; i < slices; ++i) {
+    const int n0 = i * chunk, images = std::min(chunk, s.N - n0);
+    const at::Tensor dy = slice_as(grad_output, n0, images, dtype);
+    const at::Tensor x = slice_as(input, n0, images, dtype);
+    AT_DISPATCH_FLOATING_TYPES(dtype, "conv2d_grad_weight_direct", [&] {
+      grad_weight_direct_kernel<scalar_t>
+          <<<blocks_for(op, s.weight_elements(), 1), kReduceThreads, 0, stream>>>(
+              batch_slice(s, images), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+              partials.data_ptr<scalar_t>() + i * s.weight_elements());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+  at::Tensor dw = partials;
+  if (slices > 1) {
+    dw = at::empty({s.K, s.C, s.R, s.S}, partials.options());
+    AT_DISPATCH_FLOATING_TYPES(dtype, "conv2d_grad_weight_direct", [&] {
+      add_partials_kernel<scalar_t>
+          <<<blocks_for(op, s.weight_elements(), kThreads), kThreads, 0, stream>>>(
+              partials.data_ptr<scalar_t>(), slices, s.weight_elements(), false,
+              dw.data_ptr<scalar_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+  return dw.to(input.scalar_type());
 }
 
+// dw (+)= dY * im2col(x)^T for one batch slice s (dy, x contiguous NCHW of s.N >= 1 images):
 // dw[K x CRS] = dY[K x NPQ] * im2col(x)^T[NPQ x CRS], in chunks of images whose im2col
 // matrix holds at most kColumnBudget elements. Row-major dw is the column-major [CRS x K]
 // matrix, so cuBLAS computes
@@ -511,21 +703,11 @@ at::Tensor conv2d_grad_weight_direct_cuda(const at::Tensor& grad_output, const a
 // strided-batched call each take L / slices columns and write their own partial dw, and
 // add_partials_kernel adds the partials in a fixed order (split-K, as CUTLASS calls it; no
 // atomics, so the result is reproducible). Columns left over by the split get one more GEMM.
-at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tensor& input,
-                                   const at::Tensor& weight, at::IntArrayRef stride,
-                                   at::IntArrayRef padding, at::IntArrayRef dilation) {
-  const char* op = "conv2d_grad_weight";
-  const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
-  check_grad_output(op, s, grad_output, input);
-  if (is_reduced_precision(input.scalar_type())) {
-    return conv2d_grad_weight_cuda(grad_output.to(at::kFloat), input.to(at::kFloat),
-                                   float32_shape_of(weight), stride, padding, dilation)
-        .to(input.scalar_type());
-  }
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const at::Tensor dy = grad_output.contiguous(), x = input.contiguous();
-  at::Tensor dw = at::zeros({s.K, s.C, s.R, s.S}, dy.options());
-  if (s.N == 0) return dw;
+// accumulate: add to dw (a later batch slice) instead of overwriting it.
+template <typename scalar_t>
+cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Tensor& dy,
+                                const at::Tensor& x, at::Tensor& dw, bool accumulate,
+                                cublasHandle_t handle, cudaStream_t stream) {
   constexpr std::int64_t kColumnBudget = std::int64_t{1} << 26;  // 256 MiB of float32
   constexpr std::int64_t kMinSliceColumns = 512;  // shorter slices: more partials than products
   constexpr std::int64_t kOutputTile = 64;        // an estimate of cuBLAS's tile of CRS x K
@@ -542,74 +724,100 @@ at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tens
       (2 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount + tiles - 1) / tiles;
   const int max_slices = static_cast<int>(
       std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, chunk * pixels / kMinSliceColumns)));
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor rows = at::empty({s.K, npq}, dy.options());
   at::Tensor col = at::empty({crs, chunk * pixels}, dy.options());
   at::Tensor partials = at::empty({max_slices + 1, dw_elements}, dy.options());
-  cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
-  // True float32: no TF32, whatever PyTorch's handle was set to (restored below).
-  cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
-  TORCH_CHECK(cublasGetMathMode(handle, &math_mode) == CUBLAS_STATUS_SUCCESS, op,
-              ": cublasGetMathMode failed");
-  TORCH_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS, op,
-              ": cublasSetMathMode failed");
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_weight", [&] {
-    scalar_t* part = partials.data_ptr<scalar_t>();
-    output_to_rows_kernel<scalar_t><<<blocks_for(op, npq * s.K, kThreads), kThreads, 0, stream>>>(
-        dy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(), s.N, s.K, pixels);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    for (int n0 = 0; n0 < s.N && status == CUBLAS_STATUS_SUCCESS; n0 += chunk) {
-      const int images = std::min(chunk, s.N - n0);
-      const std::int64_t columns = images * pixels;
-      run_im2col(op, s, x.data_ptr<scalar_t>(), n0, images, col.data_ptr<scalar_t>(), stream);
-      const int slices = static_cast<int>(std::max<std::int64_t>(
-          1, std::min<std::int64_t>(max_slices, columns / kMinSliceColumns)));
-      const std::int64_t slice = columns / slices, rest = columns - slice * slices;
-      const scalar_t* chunk_rows = rows.data_ptr<scalar_t>() + n0 * pixels;
-      // Slice i: col's columns [i * slice, (i + 1) * slice) (rows of its column-major
-      // transpose, ld = columns) and the same columns of dY (ld = npq), into partial i.
-      status = gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(slice),
-                               col.data_ptr<scalar_t>(), static_cast<int>(columns), slice,
-                               chunk_rows, static_cast<int>(npq), slice, part,
-                               static_cast<int>(crs), dw_elements, slices);
-      if (rest > 0 && status == CUBLAS_STATUS_SUCCESS) {
-        status =
-            gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(rest),
-                            col.data_ptr<scalar_t>() + slice * slices, static_cast<int>(columns), 0,
-                            chunk_rows + slice * slices, static_cast<int>(npq), 0,
-                            part + slices * dw_elements, static_cast<int>(crs), 0, 1);
-      }
-      add_partials_kernel<scalar_t><<<blocks_for(op, dw_elements, kThreads), kThreads, 0, stream>>>(
-          part, slices + (rest > 0 ? 1 : 0), dw_elements, n0 > 0, dw.data_ptr<scalar_t>());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+  scalar_t* part = partials.data_ptr<scalar_t>();
+  output_to_rows_kernel<scalar_t><<<blocks_for(op, npq * s.K, kThreads), kThreads, 0, stream>>>(
+      dy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(), s.N, s.K, pixels);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  for (int n0 = 0; n0 < s.N && status == CUBLAS_STATUS_SUCCESS; n0 += chunk) {
+    const int images = std::min(chunk, s.N - n0);
+    const std::int64_t columns = images * pixels;
+    run_im2col(op, s, x.data_ptr<scalar_t>(), n0, images, col.data_ptr<scalar_t>(), stream);
+    const int slices = static_cast<int>(std::max<std::int64_t>(
+        1, std::min<std::int64_t>(max_slices, columns / kMinSliceColumns)));
+    const std::int64_t slice = columns / slices, rest = columns - slice * slices;
+    const scalar_t* chunk_rows = rows.data_ptr<scalar_t>() + n0 * pixels;
+    // Slice i: col's columns [i * slice, (i + 1) * slice) (rows of its column-major
+    // transpose, ld = columns) and the same columns of dY (ld = npq), into partial i.
+    status = gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(slice),
+                             col.data_ptr<scalar_t>(), static_cast<int>(columns), slice,
+                             chunk_rows, static_cast<int>(npq), slice, part,
+                             static_cast<int>(crs), dw_elements, slices);
+    if (rest > 0 && status == CUBLAS_STATUS_SUCCESS) {
+      status =
+          gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(rest),
+                          col.data_ptr<scalar_t>() + slice * slices, static_cast<int>(columns), 0,
+                          chunk_rows + slice * slices, static_cast<int>(npq), 0,
+                          part + slices * dw_elements, static_cast<int>(crs), 0, 1);
     }
-  });
-  cublasSetMathMode(handle, math_mode);
-  TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op, ": the cuBLAS GEMM failed with status ",
-              std::to_string(static_cast<int>(status)));
-  return dw;
+    add_partials_kernel<scalar_t><<<blocks_for(op, dw_elements, kThreads), kThreads, 0, stream>>>(
+        part, slices + (rest > 0 ? 1 : 0), dw_elements, accumulate || n0 > 0,
+        dw.data_ptr<scalar_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  return status;
 }
 
+// dw by cuBLAS GEMMs in true float32 (float64 for float64), one batch slice after another
+// (grad_weight_gemm), each adding its dw to the previous ones' in slice order; float16 and
+// bfloat16 are converted to float32 a slice at a time and dw rounded once at the end.
+at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tensor& input,
+                                   const at::Tensor& weight, at::IntArrayRef stride,
+                                   at::IntArrayRef padding, at::IntArrayRef dilation) {
+  const char* op = "conv2d_grad_weight";
+  const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
+  check_grad_output(op, s, grad_output, input);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const at::ScalarType dtype = accumulation_dtype(input.scalar_type());
+  at::Tensor dw = at::zeros({s.K, s.C, s.R, s.S}, grad_output.options().dtype(dtype));
+  if (s.N == 0) return dw.to(input.scalar_type());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
+  // True float32: no TF32, whatever PyTorch's handle was set to (restored after).
+  const CublasMathModeGuard math_mode(op, handle, CUBLAS_DEFAULT_MATH);
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int n0, int images) {
+    if (status != CUBLAS_STATUS_SUCCESS) return;
+    const at::Tensor dy = slice_as(grad_output, n0, images, dtype);
+    const at::Tensor x = slice_as(input, n0, images, dtype);
+    AT_DISPATCH_FLOATING_TYPES(dtype, "conv2d_grad_weight", [&] {
+      status = grad_weight_gemm<scalar_t>(op, batch_slice(s, images), dy, x, dw, n0 > 0, handle,
+                                          stream);
+    });
+  });
+  TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op, ": the cuBLAS GEMM failed with status ",
+              std::to_string(static_cast<int>(status)));
+  return dw.to(input.scalar_type());
+}
+
+// db by grad_bias_kernel (your task m3.06c): each batch slice adds its parts of each channel
+// into its own rows of `partials`, then add_partials_kernel adds all the parts of a channel
+// in a fixed order. float16 and bfloat16 are summed in float32 and rounded once.
 at::Tensor conv2d_grad_bias_cuda(const at::Tensor& grad_output) {
   const char* op = "conv2d_grad_bias";
   TORCH_CHECK(grad_output.defined() && grad_output.dim() == 4, op,
               ": grad_output must be 4-D [N, K, P, Q], got shape ",
               shape_string(grad_output.sizes()));
-  if (is_reduced_precision(grad_output.scalar_type())) {
-    return conv2d_grad_bias_cuda(grad_output.to(at::kFloat)).to(grad_output.scalar_type());
-  }
-  TORCH_CHECK(grad_output.scalar_type() == at::kFloat || grad_output.scalar_type() == at::kDouble,
+  TORCH_CHECK(grad_output.scalar_type() == at::kFloat || grad_output.scalar_type() == at::kDouble ||
+                  is_reduced_precision(grad_output.scalar_type()),
               op, ": grad_output must be float32, float64, float16 or bfloat16, got ",
               grad_output.dtype());
-  TORCH_CHECK(grad_output.numel() <= std::numeric_limits<int>::max(), op,
-              ": grad_output must have fewer than 2^31 elements");
+  for (const std::int64_t size : grad_output.sizes()) {
+    TORCH_CHECK(size <= std::numeric_limits<int>::max(), op, ": sizes must fit in int, got ",
+                shape_string(grad_output.sizes()));
+  }
   const c10::cuda::CUDAGuard device_guard(grad_output.device());
-  const at::Tensor dy = grad_output.contiguous();
-  const int N = static_cast<int>(dy.size(0)), K = static_cast<int>(dy.size(1));
-  const std::int64_t pixels = dy.size(2) * dy.size(3);
-  at::Tensor db = at::empty({K}, dy.options());
-  if (K == 0) return db;
+  const at::ScalarType dtype = accumulation_dtype(grad_output.scalar_type());
+  const int N = static_cast<int>(grad_output.size(0)), K = static_cast<int>(grad_output.size(1));
+  const std::int64_t pixels = grad_output.size(2) * grad_output.size(3);
+  if (N == 0 || K == 0 || pixels == 0) {
+    return at::zeros({K}, grad_output.options());
+  }
+  const int chunk = batch_chunk(op, N, K * pixels);
+  const int batch_slices = (N + chunk - 1) / chunk;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // One block per channel would leave most SMs idle when K is small (64 blocks of a 132-SM
   // GPU, each streaming 100k values of a 56 x 56 layer one load per thread at a time): split
@@ -617,22 +825,32 @@ at::Tensor conv2d_grad_bias_cuda(const at::Tensor& grad_output) {
   // values per thread; the parts are then added in a fixed order.
   constexpr int kMaxParts = 65535;  // gridDim.y's limit
   const std::int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const std::int64_t per_channel = N * pixels;
+  const std::int64_t per_channel = std::int64_t{chunk} * pixels;
   const int parts = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>(
              {(4 * sms + K - 1) / K, per_channel / (4 * kReduceThreads), kMaxParts})));
-  at::Tensor partials = at::empty({parts, K}, dy.options());
-  AT_DISPATCH_FLOATING_TYPES(dy.scalar_type(), "conv2d_grad_bias", [&] {
-    grad_bias_kernel<scalar_t>
-        <<<dim3(static_cast<unsigned>(K), static_cast<unsigned>(parts)), kReduceThreads, 0,
-           stream>>>(dy.data_ptr<scalar_t>(), partials.data_ptr<scalar_t>(), N, K, pixels);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  at::Tensor partials = at::empty({batch_slices * parts, K}, grad_output.options().dtype(dtype));
+  at::Tensor db = at::empty({K}, partials.options());
+  for (int i = 0; i < batch_slices; ++i) {
+    const int n0 = i * chunk, images = std::min(chunk, N - n0);
+    const at::Tensor dy = slice_as(grad_output, n0, images, dtype);
+    AT_DISPATCH_FLOATING_TYPES(dtype, "conv2d_grad_bias", [&] {
+      grad_bias_kernel<scalar_t>
+          <<<dim3(static_cast<unsigned>(K), static_cast<unsigned>(parts)), kReduceThreads, 0,
+             stream>>>(dy.data_ptr<scalar_t>(),
+                       partials.data_ptr<scalar_t>() + std::int64_t{i} * parts * K, images, K,
+                       pixels);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+  AT_DISPATCH_FLOATING_TYPES(dtype, "conv2d_grad_bias", [&] {
     add_partials_kernel<scalar_t>
-        <<<blocks_for("conv2d_grad_bias", K, kThreads), kThreads, 0, stream>>>(
-            partials.data_ptr<scalar_t>(), parts, K, false, db.data_ptr<scalar_t>());
+        <<<blocks_for(op, K, kThreads), kThreads, 0, stream>>>(
+            partials.data_ptr<scalar_t>(), batch_slices * parts, K, false,
+            db.data_ptr<scalar_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  return db;
+  return db.to(grad_output.scalar_type());
 }
 
 }  // namespace
