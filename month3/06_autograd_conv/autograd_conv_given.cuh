@@ -153,47 +153,25 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     phase_filters_kernel(ConvShape s, GradInputPhase phase, const T* __restrict__ w,
                          T* __restrict__ w2) {
-  const int taps_h = phase.h.taps, taps_w = phase.w.taps;
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::int64_t{s.C} * s.K * taps_h * taps_w) return;
-  const int j = static_cast<int>(i % taps_w);
-  const int a = static_cast<int>((i / taps_w) % taps_h);
-  const int k = static_cast<int>((i / (std::int64_t{taps_w} * taps_h)) % s.K);
-  const int c = static_cast<int>(i / (std::int64_t{taps_w} * taps_h * s.K));
-  const int r = phase.h.first_tap + (taps_h - 1 - a) * phase.h.tap_step;
-  const int t = phase.w.first_tap + (taps_w - 1 - j) * phase.w.tap_step;
-  w2[i] = w[conv_weight_index(ConvLayout::nchw, s, k, c, r, t)];
+  if (i >= std::int64_t{s.C} * s.K * phase.h.taps * phase.w.taps) return;
+  w2[i] = w[phase_filter_source(s, phase, i)];
 }
 
 // Puts grad-input phase `phase` of images n0 .. n0 + images - 1 into its places of dx (NCHW):
 //   dx[n][c][phase_h + stride_h a][phase_w + stride_w b] = y[n - n0][c][a + shift_h][b + shift_w]
-// for a < rows_h, b < rows_w, y being the phase's forward output (`layout`, shape `forward`
-// with forward.N = images), or 0 where y is null (no tap reaches the phase). One thread per
-// element, in the order of y's layout, so that consecutive threads read consecutive values.
+// for a < rows_h, b < rows_w, y being the phase's forward output (`kLayout`, shape
+// phase.forward with forward.N = images), or 0 where y is null (no tap reaches the phase).
+// One thread per element, in the order of y's layout (phase_scatter_index), so that
+// consecutive threads read consecutive values.
 template <typename T, ConvLayout kLayout>
 __global__ void __launch_bounds__(kThreads)
     scatter_phase_kernel(ConvShape s, GradInputPhase phase, int n0, const T* __restrict__ y,
                          T* __restrict__ dx) {
-  const ConvShape& f = phase.forward;
-  const int rows = phase.h.rows, columns = phase.w.rows;
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::int64_t{f.N} * s.C * rows * columns) return;
-  int n, c, a, b;
-  if (kLayout == ConvLayout::nchw) {
-    b = static_cast<int>(i % columns);
-    a = static_cast<int>((i / columns) % rows);
-    c = static_cast<int>((i / (std::int64_t{columns} * rows)) % s.C);
-    n = static_cast<int>(i / (std::int64_t{columns} * rows * s.C));
-  } else {
-    c = static_cast<int>(i % s.C);
-    b = static_cast<int>((i / s.C) % columns);
-    a = static_cast<int>((i / (std::int64_t{s.C} * columns)) % rows);
-    n = static_cast<int>(i / (std::int64_t{s.C} * columns * rows));
-  }
-  const int h = phase.h.phase + s.stride_h * a, col = phase.w.phase + s.stride_w * b;
-  dx[conv_input_index(ConvLayout::nchw, s, n0 + n, c, h, col)] =
-      y != nullptr ? y[conv_output_index(kLayout, f, n, c, a + phase.h.shift, b + phase.w.shift)]
-                   : T(0);
+  if (i >= std::int64_t{phase.forward.N} * s.C * phase.h.rows * phase.w.rows) return;
+  const PhaseScatterIndex at = phase_scatter_index(s, phase, kLayout, n0, i);
+  dx[at.dx] = y != nullptr ? y[at.y] : T(0);
 }
 
 // im2col of images n0 .. n0 + images - 1: col[(c * R + r) * S + t][j], j = (n - n0) * P * Q +

@@ -128,6 +128,53 @@ inline GradInputPhase plan_grad_input_phase(const ConvShape& s, int ph, int pw) 
   return phase;
 }
 
+// The two copies around a phase's forward, one element each (the kernels in
+// autograd_conv_given.cuh run one thread per element; host code can run them too).
+//
+// Element i of the phase's filters w2 [C][K][taps_h][taps_w] is element phase_filter_source(i)
+// of w [K][C][R][S]: the phase's taps, reversed (j -> taps - 1 - j) and transposed (k <-> c).
+__host__ __device__ inline std::int64_t phase_filter_source(const ConvShape& s,
+                                                            const GradInputPhase& phase,
+                                                            std::int64_t i) {
+  const int taps_h = phase.h.taps, taps_w = phase.w.taps;
+  const int j = static_cast<int>(i % taps_w);
+  const int a = static_cast<int>((i / taps_w) % taps_h);
+  const int k = static_cast<int>((i / (std::int64_t{taps_w} * taps_h)) % s.K);
+  const int c = static_cast<int>(i / (std::int64_t{taps_w} * taps_h * s.K));
+  const int r = phase.h.first_tap + (taps_h - 1 - a) * phase.h.tap_step;
+  const int t = phase.w.first_tap + (taps_w - 1 - j) * phase.w.tap_step;
+  return conv_weight_index(ConvLayout::nchw, s, k, c, r, t);
+}
+
+// Element i of a phase's scatter, i < forward.N * C * rows_h * rows_w, counted in the order of
+// the phase output's layout (so that consecutive i read consecutive values of it):
+//   dx[n0 + n][c][phase_h + stride_h a][phase_w + stride_w b] (NCHW, offset `dx`)
+//     = y[n][c][a + shift_h][b + shift_w] (the phase's output, `layout`, offset `y`).
+struct PhaseScatterIndex {
+  std::int64_t dx, y;
+};
+__host__ __device__ inline PhaseScatterIndex phase_scatter_index(const ConvShape& s,
+                                                                 const GradInputPhase& phase,
+                                                                 ConvLayout layout, int n0,
+                                                                 std::int64_t i) {
+  const int rows = phase.h.rows, columns = phase.w.rows;
+  int n, c, a, b;
+  if (layout == ConvLayout::nchw) {
+    b = static_cast<int>(i % columns);
+    a = static_cast<int>((i / columns) % rows);
+    c = static_cast<int>((i / (std::int64_t{columns} * rows)) % s.C);
+    n = static_cast<int>(i / (std::int64_t{columns} * rows * s.C));
+  } else {
+    c = static_cast<int>(i % s.C);
+    b = static_cast<int>((i / s.C) % columns);
+    a = static_cast<int>((i / (std::int64_t{s.C} * columns)) % rows);
+    n = static_cast<int>(i / (std::int64_t{s.C} * columns * rows));
+  }
+  const int h = phase.h.phase + s.stride_h * a, col = phase.w.phase + s.stride_w * b;
+  return {conv_input_index(ConvLayout::nchw, s, n0 + n, c, h, col),
+          conv_output_index(layout, phase.forward, n, c, a + phase.h.shift, b + phase.w.shift)};
+}
+
 // The most elements one image has in any tensor the phases' forwards read or write: dy's
 // K P Q and each phase output's C x forward.P() x forward.Q() (a little more than dx's rows).
 inline std::int64_t grad_input_phase_elements_per_image(const ConvShape& s) {
