@@ -10,11 +10,16 @@
 //                    float16 and bfloat16: m3.05's implicit GEMM on the tensor cores, in
 //                    channels_last (NHWC) layout, accumulating in float32;
 //                    float64: one thread per output over forward_at (conv_backward.h).
-//   grad-input       the GATHER kernel: one thread per dx element over grad_input_at (your
-//                    task m3.06a); deterministic, no atomics, any stride. For stride 1 (and
-//                    padding <= dilation * (R - 1)) conv2d_grad_input instead runs the
-//                    forward table on dy with the flipped, transposed filters: the
-//                    transposed convolution IS a forward convolution then (README.md).
+//   grad-input       conv2d_grad_input_gather: the GATHER kernel, one thread per dx element
+//                    over grad_input_at (your task m3.06a); deterministic, no atomics, any
+//                    stride. conv2d_grad_input: float32, float16 and bfloat16 by STRIDE PHASES
+//                    (conv_split.h): for each of the stride_h x stride_w phases of dx, a
+//                    stride-1 forward through the forward table on dy with the phase's taps,
+//                    flipped and transposed (float16 and bfloat16 on m3.05's tensor cores),
+//                    its rows written into the phase's strided places of dx: each dx element
+//                    once, no atomics. For stride 1 the one phase is dx itself (README.md).
+//                    float64: the forward table for stride 1 (padding <= dilation * (R - 1)),
+//                    the gather otherwise, so that gradcheck grades the gather.
 //   grad-weight      conv2d_grad_weight_direct: one block per dw element, the block's
 //                    threads each summing a strided part of the N * P * Q products
 //                    (grad_weight_partial, your task m3.06b), then one block reduction in a
@@ -26,8 +31,10 @@
 //   grad-bias        a few blocks per output channel, each a strided sum per thread and
 //                    m2.06's warp reduction (grad_bias_kernel, your task m3.06c), then the
 //                    parts added in a fixed order.
-// float16 and bfloat16 gradients are computed by the float32 operators from float32 copies
-// and rounded once: correct, not fast (a tensor-core backward is a next step, README.md).
+// float16 and bfloat16 grad-weight and grad-bias are computed in float32 from float32 copies
+// and rounded once: correct, not fast (a tensor-core wgrad is a next step, README.md).
+// A batch whose tensors reach 2^31 elements runs as slices of whole images (conv_split.h);
+// dw and db add the slices' partial sums in slice order.
 // Every launch runs on PyTorch's current stream and is checked (C10_CUDA_KERNEL_LAUNCH_CHECK).
 #pragma once
 
@@ -282,8 +289,8 @@ void run_im2col(const char* op, const ConvShape& s, const double* x, int n0, int
 // accepts the problem runs. m3.05 (implicit GEMM on the tensor cores) takes float16 and
 // bfloat16; for float32, m3.04 (im2col + cuBLAS, NCHW) comes first, and m3.03's direct
 // convolution takes what m3.04's workspace budget cannot hold. A new kernel is one more row;
-// nothing else changes. The stride-1 grad-input path runs through the same table, so it
-// speeds up with it. x, w, y are contiguous tensors of the problem's dtype in the row's
+// nothing else changes. The grad-input phases run through the same table, so they
+// speed up with it. x, w, y are contiguous tensors of the problem's dtype in the row's
 // memory_format (Contiguous: NCHW and KCRS; ChannelsLast: NHWC and KRSC, m3.05's layouts);
 // bias is null or K values of the same dtype.
 using ForwardRun = void (*)(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
