@@ -261,16 +261,22 @@ def find_cpp_benchmarks(build_dir, name_filter):
 
 
 def python_benchmark_id(script):
-    """month1/05_torch_extension/bench_x.py -> m1_05_torch_extension, like the C++ ids.
+    """month1/05_torch_extension/bench_torch_extension.py -> m1_05_torch_extension, like the C++ ids.
 
     An exercise that also has a C++ benchmark (a bench_*.cu, whose results are <id>.json)
     names its Python one after the script instead, so neither overwrites the other:
-    month3/03_direct_conv/bench_direct_conv_torch.py -> m3_03_direct_conv_torch."""
+    month3/03_direct_conv/bench_direct_conv_torch.py -> m3_03_direct_conv_torch. So does a
+    second Python benchmark beside the exercise's own (bench_<exercise name>.py): the
+    exercise's id, then what follows bench_ in its name:
+    month3/06_autograd_conv/bench_resnet18.py -> m3_06_autograd_conv_resnet18."""
     month = script.parent.parent.name.replace("month", "m")
+    number, _, name = script.parent.name.partition("_")
+    suffix = script.stem[len("bench_"):]
     if any(script.parent.glob("bench_*.cu")):
-        number = script.parent.name.split("_", 1)[0]
-        return f"{month}_{number}_{script.stem[len('bench_'):]}"
-    return f"{month}_{script.parent.name}"
+        return f"{month}_{number}_{suffix}"
+    if suffix in (name, script.parent.name):
+        return f"{month}_{script.parent.name}"
+    return f"{month}_{script.parent.name}_{suffix}"
 
 
 def torch_python(build_dir):

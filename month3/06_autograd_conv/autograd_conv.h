@@ -1,6 +1,7 @@
 // The interface shared by the halves of the m3.06 extension:
 //   autograd_conv.cpp  the operator schemas, the input checks and the CPU kernels (always built)
-//   autograd_conv.cu   the CUDA kernels and the forward's choice of kernel (built with CUDA)
+//   autograd_conv.cu   your CUDA kernel (grad-bias); autograd_conv_given.cuh holds the other
+//                      kernels and the forward's choice of kernel (built with CUDA)
 //   conv_backward.h    what one element of each gradient is: the arithmetic both share
 // Your skeleton and the reference (solutions/month3/06_autograd_conv/) both implement it.
 // The operators (torch.ops.<COURSE_OPS>.<name>), float32 or float64 (on CUDA also float16 and

@@ -35,6 +35,12 @@
 // the same seeded inputs every row gets. Then it times with course::bench::measure (warm-up, L2 flushed
 // before every iteration, CUDA events) and reports TFLOPS.
 //
+// register_gemm_shape_rows<Input> registers the same rows for a list of M x N x K shapes
+// instead of squares ("<family>/<impl>/M:<M>/N:<N>/K:<K>"): off-square shapes (a few rows,
+// a long K, odd sizes) are where the tiles of a square-tuned kernel leave the GPU idle
+// (m2.09). Float32 and float16 rows go into families of their own (the precision in the
+// family's name), each with its own cuBLAS row.
+//
 // Rows this GPU cannot run (course/benchmark.h): a launcher that throws
 // course::UnsupportedDevice (m2.07's tuning steps whose tiles need more shared memory than the
 // GPU allows, m2.08 on anything but a Hopper) makes its row not runnable: it says why, is not
@@ -53,6 +59,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -96,23 +104,26 @@ struct GemmBenchProblem {
   std::vector<double> reference;  // rows.size() x N
 };
 
-inline const GemmBenchProblem& gemm_bench_problem(int n, Dtype inputs) {
-  static ProblemCache<std::pair<int, Dtype>, GemmBenchProblem> cache;
-  return cache.get({n, inputs}, [&](GemmBenchProblem& problem) {
-    problem.shape = GemmShape{n, n, n};
+// Seeded by M (n for a square), so a square problem is the same whichever way it is asked for.
+inline const GemmBenchProblem& gemm_bench_problem(GemmShape shape, Dtype inputs) {
+  static ProblemCache<std::tuple<int, int, int, Dtype>, GemmBenchProblem> cache;
+  return cache.get({shape.M, shape.N, shape.K, inputs}, [&](GemmBenchProblem& problem) {
+    problem.shape = shape;
     problem.inputs = inputs;
-    const std::size_t count = static_cast<std::size_t>(n) * n;
+    const std::size_t count_a = static_cast<std::size_t>(shape.M) * shape.K;
+    const std::size_t count_b = static_cast<std::size_t>(shape.K) * shape.N;
+    const std::uint64_t seed = static_cast<std::uint64_t>(shape.M);
     if (inputs == Dtype::fp16) {
-      problem.A = gemm_inputs<__half>(count, 1000 + n).exact;
-      problem.B = gemm_inputs<__half>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<__half>(count_a, 1000 + seed).exact;
+      problem.B = gemm_inputs<__half>(count_b, 2000 + seed).exact;
     } else if (inputs == Dtype::bf16) {
-      problem.A = gemm_inputs<__nv_bfloat16>(count, 1000 + n).exact;
-      problem.B = gemm_inputs<__nv_bfloat16>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<__nv_bfloat16>(count_a, 1000 + seed).exact;
+      problem.B = gemm_inputs<__nv_bfloat16>(count_b, 2000 + seed).exact;
     } else {
-      problem.A = gemm_inputs<float>(count, 1000 + n).exact;
-      problem.B = gemm_inputs<float>(count, 2000 + n).exact;
+      problem.A = gemm_inputs<float>(count_a, 1000 + seed).exact;
+      problem.B = gemm_inputs<float>(count_b, 2000 + seed).exact;
     }
-    problem.rows = gemm_sample_rows(n);
+    problem.rows = gemm_sample_rows(shape.M);
     problem.reference =
         reference_gemm_rows(problem.shape, 1.0f, problem.A, problem.B, 0.0f, {}, problem.rows);
   });
@@ -141,9 +152,9 @@ inline std::string check_gemm_bench_result(const GemmBenchProblem& p, const std:
   return "";
 }
 
-// TFLOPS of the rows measured so far in this run: key (family/impl, n).
-inline std::map<std::pair<std::string, int>, double>& gemm_bench_results() {
-  static std::map<std::pair<std::string, int>, double> results;
+// TFLOPS of the rows measured so far in this run: key (family/impl, MxNxK).
+inline std::map<std::pair<std::string, std::string>, double>& gemm_bench_results() {
+  static std::map<std::pair<std::string, std::string>, double> results;
   return results;
 }
 
@@ -153,27 +164,34 @@ inline std::string gemm_baseline(Dtype inputs) {
 }
 
 template <typename Input>
-using SquareGemm =
-    std::function<void(int n, float alpha, const Input* A, const Input* B, float beta, float* C,
-                       cudaStream_t stream)>;
+using ShapeGemm = std::function<void(const GemmShape& shape, float alpha, const Input* A,
+                                     const Input* B, float beta, float* C, cudaStream_t stream)>;
+
+// A row's problem: M = N = K = range(0) for square rows, else range(0), range(1), range(2).
+inline GemmShape gemm_row_shape(const benchmark::State& state, bool square) {
+  const int first = static_cast<int>(state.range(0));
+  if (square) return GemmShape{first, first, first};
+  return GemmShape{first, static_cast<int>(state.range(1)), static_cast<int>(state.range(2))};
+}
 
 // One row: verify, time, then add the ratio counters where the baselines ran. The row's
 // inputs are the problem's values as `Input` elements.
 template <typename Input>
 void run_gemm_row(benchmark::State& state, Dtype inputs, const std::string& family,
-                  const std::string& impl, const std::string& previous_step,
-                  const SquareGemm<Input>& square_gemm) {
+                  const std::string& impl, const std::string& previous_step, bool square,
+                  const ShapeGemm<Input>& gemm) {
   state.SetLabel(precision_label<Input>());  // every row names its precision, run or not
   try {
-    const int n = static_cast<int>(state.range(0));
-    const GemmBenchProblem& p = gemm_bench_problem(n, inputs);
+    const GemmShape shape = gemm_row_shape(state, square);
+    const std::string size = to_string(shape);
+    const GemmBenchProblem& p = gemm_bench_problem(shape, inputs);
     auto A = DeviceBuffer<Input>::from_host(gemm_inputs_as<Input>(p.A));
     auto B = DeviceBuffer<Input>::from_host(gemm_inputs_as<Input>(p.B));
-    DeviceBuffer<float> C(static_cast<std::size_t>(n) * n);
+    DeviceBuffer<float> C(static_cast<std::size_t>(shape.M) * shape.N);
     C.poison();
 
     // Verify before timing: a fast wrong kernel is not a result.
-    square_gemm(n, 1.0f, A.data(), B.data(), 0.0f, C.data(), nullptr);
+    gemm(shape, 1.0f, A.data(), B.data(), 0.0f, C.data(), nullptr);
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaDeviceSynchronize());
     const std::string problem = check_gemm_bench_result(p, C.to_host());
@@ -183,20 +201,20 @@ void run_gemm_row(benchmark::State& state, Dtype inputs, const std::string& fami
                     precision_label<Input>()};
     measure(state, work,
             [&](cudaStream_t stream) {
-              square_gemm(n, 1.0f, A.data(), B.data(), 0.0f, C.data(), stream);
+              gemm(shape, 1.0f, A.data(), B.data(), 0.0f, C.data(), stream);
             });
 
     const auto tflops = state.counters.find("TFLOPS");
     if (tflops == state.counters.end()) return;  // measure() failed and said why
     const double mine = tflops->second.value;
     auto& results = gemm_bench_results();
-    results[{family + "/" + impl, n}] = mine;
+    results[{family + "/" + impl, size}] = mine;
     const std::string baseline = gemm_baseline(inputs);
-    const auto cublas = results.find({family + "/" + baseline, n});
+    const auto cublas = results.find({family + "/" + baseline, size});
     if (impl != baseline && cublas != results.end() && cublas->second > 0) {
       state.counters["cublas_pct"] = 100.0 * mine / cublas->second;
     }
-    const auto step = results.find({family + "/" + previous_step, n});
+    const auto step = results.find({family + "/" + previous_step, size});
     if (!previous_step.empty() && impl != previous_step && step != results.end() &&
         step->second > 0) {
       state.counters["speedup"] = mine / step->second;  // same flops: time ratio
@@ -206,25 +224,47 @@ void run_gemm_row(benchmark::State& state, Dtype inputs, const std::string& fami
   }
 }
 
-// Registers one row for every n in `sizes`.
+// Registers one row for every n in `sizes` (square problems), or for every shape in `shapes`
+// when `sizes` is empty.
 template <typename Input>
 void register_gemm_row(const std::string& family, Dtype inputs, const std::string& impl,
-                       const std::string& previous_step, SquareGemm<Input> gemm,
-                       const std::vector<int>& sizes) {
+                       const std::string& previous_step, ShapeGemm<Input> gemm,
+                       const std::vector<int>& sizes, const std::vector<GemmShape>& shapes = {}) {
+  const bool square = shapes.empty();
   auto* row = benchmark::RegisterBenchmark(
       (family + "/" + impl).c_str(),
-      [family, inputs, impl, previous_step, gemm](benchmark::State& state) {
-        run_gemm_row<Input>(state, inputs, family, impl, previous_step, gemm);
+      [family, inputs, impl, previous_step, square, gemm](benchmark::State& state) {
+        run_gemm_row<Input>(state, inputs, family, impl, previous_step, square, gemm);
       });
-  row->ArgName("n")->UseManualTime()->Unit(benchmark::kMillisecond);
-  for (int n : sizes) row->Arg(n);
+  row->UseManualTime()->Unit(benchmark::kMillisecond);
+  if (square) {
+    row->ArgName("n");
+    for (int n : sizes) row->Arg(n);
+  } else {
+    row->ArgNames({"M", "N", "K"});
+    for (const GemmShape& s : shapes) row->Args({s.M, s.N, s.K});
+  }
 }
 
-// A GemmFn (or a float16 one) as a square problem.
+// A GemmFn (or a float16 one) as a ShapeGemm.
 template <typename Input>
-SquareGemm<Input> square(GemmFnOf<Input> gemm) {
-  return [gemm](int n, float alpha, const Input* A, const Input* B, float beta, float* C,
-                cudaStream_t stream) { gemm(n, n, n, alpha, A, B, beta, C, stream); };
+ShapeGemm<Input> shaped(GemmFnOf<Input> gemm) {
+  return [gemm](const GemmShape& s, float alpha, const Input* A, const Input* B, float beta,
+                float* C, cudaStream_t stream) { gemm(s.M, s.N, s.K, alpha, A, B, beta, C, stream); };
+}
+
+// The library baseline of `Input` (cuBLAS in float32 without TF32, or cublasGemmEx).
+template <typename Input>
+ShapeGemm<Input> cublas_gemm() {
+  return [](const GemmShape& s, float alpha, const Input* A, const Input* B, float beta, float* C,
+            cudaStream_t stream) {
+    static CublasHandle cublas;
+    if constexpr (std::is_same_v<Input, float>) {
+      cublas_sgemm_row_major(cublas.get(), s.M, s.N, s.K, alpha, A, B, beta, C, stream);
+    } else {
+      cublas_gemm_row_major<Input>(cublas.get(), s.M, s.N, s.K, alpha, A, B, beta, C, stream);
+    }
+  };
 }
 
 // The last step_ row of `rows`: the one the speedup counter compares with.
@@ -249,18 +289,12 @@ inline void register_gemm_rows(const std::string& family,
   std::stable_partition(rows.begin(), rows.end(),
                         [](const auto& row) { return row.first.rfind("step_", 0) == 0; });
   if (include_cublas) {
-    detail::register_gemm_row<float>(
-        family, Dtype::fp32, "cublas", previous_step,
-        [](int n, float alpha, const float* A, const float* B, float beta, float* C,
-           cudaStream_t stream) {
-          static CublasHandle cublas;
-          cublas_sgemm_row_major(cublas.get(), n, n, n, alpha, A, B, beta, C, stream);
-        },
-        sizes);
+    detail::register_gemm_row<float>(family, Dtype::fp32, "cublas", previous_step,
+                                     detail::cublas_gemm<float>(), sizes);
   }
   for (const auto& [impl, gemm] : rows) {
     detail::register_gemm_row<float>(family, Dtype::fp32, impl, previous_step,
-                                     detail::square<float>(gemm), sizes);
+                                     detail::shaped<float>(gemm), sizes);
   }
 }
 
@@ -276,21 +310,35 @@ void register_tensor_core_gemm_rows(
   // The previous step may be a float32 GEMM (`steps`) or one of the same input type.
   const std::string previous_step =
       detail::last_step(rows).empty() ? detail::last_step(steps) : detail::last_step(rows);
-  detail::register_gemm_row<Input>(
-      family, inputs, detail::gemm_baseline(inputs), previous_step,
-      [](int n, float alpha, const Input* A, const Input* B, float beta, float* C,
-         cudaStream_t stream) {
-        static CublasHandle cublas;
-        cublas_gemm_row_major<Input>(cublas.get(), n, n, n, alpha, A, B, beta, C, stream);
-      },
-      sizes);
+  detail::register_gemm_row<Input>(family, inputs, detail::gemm_baseline(inputs), previous_step,
+                                   detail::cublas_gemm<Input>(), sizes);
   for (const auto& [impl, gemm] : steps) {
     detail::register_gemm_row<float>(family, inputs, impl, previous_step,
-                                     detail::square<float>(gemm), sizes);
+                                     detail::shaped<float>(gemm), sizes);
   }
   for (const auto& [impl, gemm] : rows) {
     detail::register_gemm_row<Input>(family, inputs, impl, previous_step,
-                                     detail::square<Input>(gemm), sizes);
+                                     detail::shaped<Input>(gemm), sizes);
+  }
+}
+
+// Rows over M x N x K shapes instead of squares: "<family>/<cublas|cublas_fp16>" first, then
+// the `rows` in the order given (step_ rows are the previous steps the speedup counter
+// compares with), every one on A and B of type `Input` (float, __half). Rows named
+// "<family>/<impl>/M:<M>/N:<N>/K:<K>".
+template <typename Input>
+void register_gemm_shape_rows(const std::string& family,
+                              std::vector<std::pair<std::string, GemmFnOf<Input>>> rows,
+                              const std::vector<GemmShape>& shapes) {
+  constexpr Dtype inputs = gemm_input_dtype<Input>();
+  const std::string previous_step = detail::last_step(rows);
+  std::stable_partition(rows.begin(), rows.end(),
+                        [](const auto& row) { return row.first.rfind("step_", 0) == 0; });
+  detail::register_gemm_row<Input>(family, inputs, detail::gemm_baseline(inputs), previous_step,
+                                   detail::cublas_gemm<Input>(), {}, shapes);
+  for (const auto& [impl, gemm] : rows) {
+    detail::register_gemm_row<Input>(family, inputs, impl, previous_step,
+                                     detail::shaped<Input>(gemm), {}, shapes);
   }
 }
 

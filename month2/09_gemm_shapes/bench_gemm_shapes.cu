@@ -1,0 +1,56 @@
+// Benchmark for exercise m2.09: the course's GEMMs on the shapes users run, not only squares.
+//
+// Two tables, one per precision, per shape M x N x K, rows in the order they run:
+//   shapes_fp32/cublas/M:..                    cuBLAS SGEMM in float32 (TF32 off): the baseline
+//   shapes_fp32/step_m2_05_register_tiling/..  m2.05's SGEMM (one block per tile, all of K),
+//                                              when m2.05 is built
+//   shapes_fp32/solution/..                    the chooser's pick (tile, splits), reference
+//   shapes_fp32/exercise/..                    the same with your TODOs
+//   shapes_fp16/cublas_fp16/..                 cuBLAS (cublasGemmEx), float16 in, float32 out
+//   shapes_fp16/step_m2_07_wmma/..             m2.07's mma_gemm, when m2.07 is built
+//   shapes_fp16/solution/.., shapes_fp16/exercise/..
+// Every row checks its result against a float64 reference (sampled rows) before it is timed;
+// cublas_pct is the share of cuBLAS in the same run, speedup the time of the step_ row over
+// this row's. The shapes: the square the course is tuned on, an LLM's MLP projection
+// (4096 x 11008 x 4096), a long K on a small C, a few rows (a batch of 128 or 16 tokens), a
+// small square, a rectangle and odd sizes. The shared benchmark is course/gemm_benchmark.h.
+#include <cuda_fp16.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "course/benchmark.h"
+#include "course/gemm_benchmark.h"
+#include "gemm_shapes.h"
+
+#if defined(COURSE_HAVE_REGISTER_TILING)
+#include "register_tiling.h"  // m2.05
+#endif
+#if defined(COURSE_HAVE_WMMA)
+#include "wmma_gemm.h"  // m2.07
+#endif
+
+int main(int argc, char** argv) {
+  const std::vector<course::GemmShape> shapes = {
+      {4096, 4096, 4096}, {4096, 11008, 4096}, {1024, 1024, 8192}, {128, 4096, 4096},
+      {16, 4096, 4096},   {512, 512, 512},     {3000, 5000, 2000}, {4093, 4099, 4097},
+  };
+  std::vector<std::pair<std::string, course::GemmFn>> fp32 = {
+#if defined(COURSE_HAVE_REGISTER_TILING)
+    {"step_m2_05_register_tiling", course::solution::sgemm_2d_register_tile},
+#endif
+    {"solution", course::solution::sgemm_shapes},
+    {"exercise", course::exercise::sgemm_shapes},
+  };
+  std::vector<std::pair<std::string, course::GemmFnOf<__half>>> fp16 = {
+#if defined(COURSE_HAVE_WMMA)
+    {"step_m2_07_wmma", course::solution::mma_gemm},
+#endif
+    {"solution", course::solution::hgemm_shapes},
+    {"exercise", course::exercise::hgemm_shapes},
+  };
+  course::bench::register_gemm_shape_rows<float>("shapes_fp32", fp32, shapes);
+  course::bench::register_gemm_shape_rows<__half>("shapes_fp16", fp16, shapes);
+  return course::bench::run_benchmarks(argc, argv);
+}

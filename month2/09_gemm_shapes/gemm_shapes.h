@@ -1,0 +1,101 @@
+// The interface of exercise m2.09. Your skeleton (month2/09_gemm_shapes/gemm_shapes.cu and
+// shape_chooser.cu) and the reference (the same files under solutions/) both implement it.
+//
+// Every GEMM here computes row-major C[M x N] = alpha * A[M x K] * B[K x N] + beta * C with
+// the month-2 conventions (course/gemm.h): float32 C and accumulation, A and B in float32
+// (sgemm_*, m2.05's register-tiled main loop) or float16 (hgemm_*, m2.07's mma.sync main
+// loop); when beta == 0, C is only written, never read; any M, N, K >= 0 and any alignment
+// of the pointers. They throw std::invalid_argument for bad arguments (the message says
+// which), course::UnsupportedDevice where this GPU cannot run the kernel (shared memory),
+// and course::CudaError if a launch fails.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "course/impl.h"
+
+namespace course::gemm_shapes {
+
+// A and B's element type; C and the accumulation are float32 in both.
+enum class Precision { fp32, fp16 };
+
+// The block tile: the part of C one thread block computes.
+//   square  128 x 128: the most reuse of every loaded value (m2.05's and m2.07's tile).
+//   skinny   32 x 128: for M <= 64, where a 128-row tile would be mostly zeros. A quarter of
+//                      the rows, so four times as many blocks cover the same C.
+enum class BlockTile { square, skinny };
+
+inline constexpr int kSquareBlockM = 128;
+inline constexpr int kSkinnyBlockM = 32;
+inline constexpr int kBlockN = 128;           // both tiles
+inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
+inline constexpr int kMinKTilesPerSplit = 8;  // a split runs at least this many k-tiles
+inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
+inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
+
+__host__ __device__ constexpr int block_m(BlockTile tile) {
+  return tile == BlockTile::square ? kSquareBlockM : kSkinnyBlockM;
+}
+
+// The depth of one k-tile, the unit a split's K range is counted in: 16 for m2.05's float32
+// main loop, 32 for m2.07's float16 one.
+__host__ __device__ constexpr int k_tile(Precision precision) {
+  return precision == Precision::fp32 ? 16 : 32;
+}
+
+// How to run one GEMM: which block tile, and into how many ranges of K (splits) the grid's z
+// dimension cuts the work. splits == 1 writes C directly; splits > 1 writes one float32
+// partial C per split into a workspace [splits][M][N], then a second kernel adds the
+// partials in a fixed order (split 0, 1, 2, ...) and applies alpha and beta.
+struct GemmPlan {
+  BlockTile tile = BlockTile::square;
+  int splits = 1;
+};
+
+// The floats of workspace a plan needs for an M x N C: splits * M * N when splits > 1, else 0.
+inline std::size_t workspace_floats(const GemmPlan& plan, int M, int N) {
+  if (plan.splits <= 1) return 0;
+  return static_cast<std::size_t>(plan.splits) * static_cast<std::size_t>(M) *
+         static_cast<std::size_t>(N);
+}
+
+// The k-tiles [begin, end) one split runs.
+struct KTileRange {
+  int begin = 0, end = 0;
+};
+
+}  // namespace course::gemm_shapes
+
+COURSE_DECLARE_IMPLS(
+    // Yours, in gemm_shapes.cu (m2.09a): the k-tiles that split `split` of `splits` runs when K
+    // is cut into `k_tiles` k-tiles. Host and device code: the kernels call it with
+    // blockIdx.z, the tests on the CPU.
+    __host__ __device__ gemm_shapes::KTileRange split_k_tiles(int split, int splits, int k_tiles);
+
+    // Yours, in shape_chooser.cu (m2.09c): the plan for an M x N x K GEMM in `precision` on a GPU
+    // with `multiprocessors` SMs, when `workspace_floats` floats of workspace are available.
+    // Host code, no GPU needed: the tests check its decisions on a table of shapes.
+    gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,
+                                           int multiprocessors, std::size_t workspace_floats);
+
+    // One GEMM run as `plan` says. `workspace` (device memory, workspace_floats(plan, M, N)
+    // floats or more; may be null when splits == 1) holds the partial products. plan.splits
+    // must be 1 .. kMaxPlannedSplits.
+    void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
+                       const float* A, const float* B, float beta, float* C, float* workspace,
+                       std::size_t workspace_floats, cudaStream_t stream = nullptr);
+    void hgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
+                       const __half* A, const __half* B, float beta, float* C, float* workspace,
+                       std::size_t workspace_floats, cudaStream_t stream = nullptr);
+
+    // The chooser's pick for this GPU, with a workspace of the process's own (64 MiB per
+    // device, allocated at the first call that needs one and kept; calls that run at the
+    // same time on different streams would share it: use the planned launchers with your
+    // own workspace there). The signature of every month-2 GEMM (course/gemm.h).
+    void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                      float* C, cudaStream_t stream = nullptr);
+    void hgemm_shapes(int M, int N, int K, float alpha, const __half* A, const __half* B,
+                      float beta, float* C, cudaStream_t stream = nullptr);)

@@ -1,0 +1,361 @@
+// Tests for exercise m2.09 (GEMMs off the square). The same tests grade your skeleton and the
+// reference solution.
+//  * CPU tests (no GPU needed): the K ranges of split_k_tiles (TODO(m2.09a)) and the
+//    chooser's decisions on a table of shapes (TODO(m2.09c)).
+//  * GPU tests: every tile x number of splits on skinny, long-K and odd shapes, float32 and
+//    float16 inputs, against the float64 reference (course/gemm_testing.h: seeded inputs, C
+//    poisoned, NaN guards around every matrix); the workspace is poisoned too, so a split
+//    that leaves its slice unwritten, or a reduction that reads past the splits, shows as
+//    NaN. Then the chooser's pick on the whole month-2 list, and determinism: two runs with
+//    many splits must give the same bits.
+#include <gtest/gtest.h>
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "course/gemm_testing.h"
+#include "gemm_shapes.h"
+
+namespace {
+
+using course::gemm_shapes::BlockTile;
+using course::gemm_shapes::GemmPlan;
+using course::gemm_shapes::Precision;
+
+constexpr const char* kRangeHint =
+    "look at TODO(m2.09a) (split_k_tiles: the k-tiles of one split) in "
+    "month2/09_gemm_shapes/gemm_shapes.cu";
+constexpr const char* kSplitHint =
+    "look at TODO(m2.09a) (split_k_tiles: the k-tiles of one split) and TODO(m2.09b) "
+    "(reduce_splits_kernel: the partials added in split order, then alpha and beta) in "
+    "month2/09_gemm_shapes/gemm_shapes.cu";
+constexpr const char* kChooserHint =
+    "look at TODO(m2.09c) (choose_gemm_plan: tiles, splits from the multiprocessors, the "
+    "k-tile and workspace caps) in month2/09_gemm_shapes/shape_chooser.cu";
+constexpr const char* kAllHint =
+    "look at TODO(m2.09a) and TODO(m2.09b) in month2/09_gemm_shapes/gemm_shapes.cu and "
+    "TODO(m2.09c) in month2/09_gemm_shapes/shape_chooser.cu";
+
+const char* tile_name(BlockTile tile) { return tile == BlockTile::square ? "square" : "skinny"; }
+
+// --- CPU: the K ranges ------------------------------------------------------------------------
+
+TEST(SplitKTiles, RangesCoverKInOrderWithoutGapsAndBalanced) {
+  for (int k_tiles : {0, 1, 2, 7, 10, 31, 256, 1000}) {
+    for (int splits = 1; splits <= 16; ++splits) {
+      int expected_begin = 0;
+      for (int s = 0; s < splits; ++s) {
+        const course::gemm_shapes::KTileRange r = course::impl::split_k_tiles(s, splits, k_tiles);
+        const int length = r.end - r.begin;
+        ASSERT_EQ(r.begin, expected_begin)
+            << "split " << s << " of " << splits << " over " << k_tiles
+            << " k-tiles must start where split " << s - 1 << " ended. " << kRangeHint;
+        ASSERT_TRUE(length == k_tiles / splits || length == k_tiles / splits + 1)
+            << "split " << s << " of " << splits << " over " << k_tiles << " k-tiles runs ["
+            << r.begin << ", " << r.end << "): every split should get " << k_tiles / splits
+            << " or " << k_tiles / splits + 1 << " k-tiles. " << kRangeHint;
+        expected_begin = r.end;
+      }
+      ASSERT_EQ(expected_begin, k_tiles)
+          << splits << " splits over " << k_tiles << " k-tiles must end at k-tile " << k_tiles
+          << ". " << kRangeHint;
+    }
+  }
+  // The worked example of the TODO, and a product past INT_MAX.
+  const auto third = course::impl::split_k_tiles(2, 4, 10);
+  EXPECT_TRUE(third.begin == 5 && third.end == 7)
+      << "10 k-tiles in 4 splits: split 2 runs [5, 7), got [" << third.begin << ", " << third.end
+      << "). " << kRangeHint;
+  const auto last = course::impl::split_k_tiles(15, 16, 200000000);
+  EXPECT_TRUE(last.begin == 187500000 && last.end == 200000000)
+      << "split 15 of 16 over 2e8 k-tiles runs [187500000, 200000000), got [" << last.begin << ", "
+      << last.end << "): 15 x 2e8 passes INT_MAX. " << kRangeHint;
+}
+
+// --- CPU: the chooser's decisions -------------------------------------------------------------
+
+struct ChooserCase {
+  int M, N, K;
+  Precision precision;
+  int multiprocessors;
+  std::size_t workspace_floats;
+  BlockTile tile;
+  int splits;
+  const char* why;
+};
+
+constexpr std::size_t kBig = std::size_t{16} << 20;  // the *_shapes functions' workspace
+
+TEST(ShapeChooser, DecisionsOnATableOfShapes) {
+  const std::vector<ChooserCase> cases = {
+      // Enough tiles: no split.
+      {4096, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::square, 1, "1024 tiles >= 132"},
+      {4096, 11008, 4096, Precision::fp16, 132, kBig, BlockTile::square, 1, "2752 tiles"},
+      {3000, 5000, 2000, Precision::fp32, 132, kBig, BlockTile::square, 1, "960 tiles"},
+      {4093, 4099, 4097, Precision::fp16, 132, kBig, BlockTile::square, 1, "1056 tiles"},
+      // Long K: 64 tiles, ceil(132 / 64) = 3 splits.
+      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 3, "64 tiles"},
+      {1024, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::square, 3, "64 tiles"},
+      // Few rows: skinny tiles (32 of them for N = 4096), then ceil(132 / 32) = 5 splits.
+      {16, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::skinny, 5, "32 skinny tiles"},
+      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 5, "32 skinny tiles"},
+      {64, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 3, "2 x 32 skinny tiles"},
+      // M = 128 is one square tile row: 32 tiles, 5 splits.
+      {128, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::square, 5, "32 tiles"},
+      // Small: 16 tiles want 9 splits, but K = 512 is 32 fp32 k-tiles (at most 4 splits of
+      // 8) or 16 fp16 k-tiles (at most 2).
+      {512, 512, 512, Precision::fp32, 132, kBig, BlockTile::square, 4, "k-tile cap, fp32"},
+      {512, 512, 512, Precision::fp16, 132, kBig, BlockTile::square, 2, "k-tile cap, fp16"},
+      // Short K: no split at all (fewer than 2 x 8 k-tiles).
+      {16, 4096, 200, Precision::fp32, 132, kBig, BlockTile::skinny, 1, "13 k-tiles"},
+      // The workspace caps: 1024 x 1024 partials, room for 2.
+      {1024, 1024, 8192, Precision::fp32, 132, std::size_t{2} << 20, BlockTile::square, 2,
+       "workspace for 2 partials"},
+      {1024, 1024, 8192, Precision::fp32, 132, std::size_t{1} << 20, BlockTile::square, 1,
+       "workspace for 1 partial"},
+      // A single tile and a very long K: kMaxSplits.
+      {8, 8, 1 << 20, Precision::fp32, 132, kBig, BlockTile::skinny, 16, "kMaxSplits"},
+      // Another GPU: 108 SMs (A100), 64 tiles: 2 splits.
+      {1024, 1024, 8192, Precision::fp32, 108, kBig, BlockTile::square, 2, "108 SMs"},
+      // Empty problems.
+      {0, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::skinny, 1, "M = 0"},
+      {1024, 1024, 0, Precision::fp32, 132, kBig, BlockTile::square, 1, "K = 0"},
+  };
+  for (const ChooserCase& c : cases) {
+    const GemmPlan plan = course::impl::choose_gemm_plan(c.M, c.N, c.K, c.precision,
+                                                         c.multiprocessors, c.workspace_floats);
+    EXPECT_TRUE(plan.tile == c.tile && plan.splits == c.splits)
+        << c.M << " x " << c.N << " x " << c.K << " "
+        << (c.precision == Precision::fp32 ? "fp32" : "fp16") << " on " << c.multiprocessors
+        << " SMs, workspace " << c.workspace_floats << " floats (" << c.why << "): expected "
+        << tile_name(c.tile) << " x " << c.splits << " splits, got " << tile_name(plan.tile)
+        << " x " << plan.splits << " splits. " << kChooserHint;
+  }
+}
+
+TEST(ShapeChooser, PlansAlwaysFitTheirWorkspace) {
+  for (int M : {1, 16, 64, 65, 128, 1000, 4096}) {
+    for (int N : {1, 100, 4096}) {
+      for (int K : {1, 100, 8192, 100000}) {
+        for (std::size_t workspace : {std::size_t{0}, std::size_t{1} << 16, kBig}) {
+          const GemmPlan plan =
+              course::impl::choose_gemm_plan(M, N, K, Precision::fp32, 132, workspace);
+          EXPECT_TRUE(plan.splits >= 1 && plan.splits <= course::gemm_shapes::kMaxSplits &&
+                      course::gemm_shapes::workspace_floats(plan, M, N) <= workspace)
+              << M << " x " << N << " x " << K << ", workspace " << workspace << " floats: got "
+              << plan.splits << " splits. " << kChooserHint;
+        }
+      }
+    }
+  }
+}
+
+// --- GPU: every tile x splits on skinny, long-K and odd shapes --------------------------------
+
+// The plan and workspace the trampolines below run with (expect_gemm_matches_reference takes a
+// plain function).
+GemmPlan g_plan;
+course::DeviceBuffer<float>* g_workspace = nullptr;
+
+void sgemm_with_plan(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                     float* C, cudaStream_t stream) {
+  course::impl::sgemm_planned(g_plan, M, N, K, alpha, A, B, beta, C, g_workspace->data(),
+                              g_workspace->size(), stream);
+}
+void hgemm_with_plan(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta,
+                     float* C, cudaStream_t stream) {
+  course::impl::hgemm_planned(g_plan, M, N, K, alpha, A, B, beta, C, g_workspace->data(),
+                              g_workspace->size(), stream);
+}
+
+using PlannedCase = std::tuple<course::GemmCase, BlockTile, int>;
+
+std::string planned_case_name(const ::testing::TestParamInfo<PlannedCase>& info) {
+  const course::GemmCase& c = std::get<0>(info.param);
+  const ::testing::TestParamInfo<course::GemmCase> inner(c, info.index);
+  return course::gemm_case_name(inner) + "_" + tile_name(std::get<1>(info.param)) + "_splits" +
+         std::to_string(std::get<2>(info.param));
+}
+
+class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInterface<PlannedCase> {
+ protected:
+  template <typename Input>
+  void check(course::GemmFnOf<Input> gemm) {
+    const auto& [c, tile, splits] = GetParam();
+    g_plan = GemmPlan{tile, splits};
+    // The workspace is poisoned: a split that skips its slice leaves NaN in the sum.
+    course::DeviceBuffer<float> workspace(std::max<std::size_t>(
+        1, course::gemm_shapes::workspace_floats(g_plan, c.shape.M, c.shape.N)));
+    workspace.poison();
+    g_workspace = &workspace;
+    std::ostringstream hint;
+    hint << "(plan: " << tile_name(tile) << " tile, " << splits << " splits) " << kSplitHint;
+    const std::string text = hint.str();
+    course::expect_gemm_matches_reference(gemm, c.shape, c.alpha, c.beta, text.c_str());
+    g_workspace = nullptr;
+  }
+};
+
+class PlannedSgemmTest : public PlannedGemmTest {};
+class PlannedHgemmTest : public PlannedGemmTest {};
+
+TEST_P(PlannedSgemmTest, MatchesFloat64Reference) { check<float>(sgemm_with_plan); }
+TEST_P(PlannedHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_plan); }
+
+// Scaled-down versions of the benchmark's off-square shapes: a few rows and a long K (16 x
+// 4096 x 4096 -> 16 x 1024 x 2048), one tile row (128 x ...), long K on a small C (1024^2 x
+// 8192 -> 256 x 256 x 4096), odd sizes everywhere (17 x 33 x 1001; 4093 x 4099 x 4097 ->
+// 509 x 263 x 1001), and alpha, beta.
+std::vector<course::GemmCase> planned_shapes() {
+  return {
+      {{16, 1024, 2048}, 1.0f, 0.0f},   {{128, 640, 1536}, 1.0f, 0.0f},
+      {{256, 256, 4096}, 1.0f, 0.0f},   {{17, 33, 1001}, 1.0f, 0.0f},
+      {{509, 263, 1001}, 0.5f, -0.75f}, {{1, 300, 777}, 1.5f, 0.0f},
+      {{64, 136, 520}, 1.0f, 1.0f},
+  };
+}
+const auto kPlannedCases = ::testing::Combine(
+    ::testing::ValuesIn(planned_shapes()), ::testing::Values(BlockTile::square, BlockTile::skinny),
+    ::testing::Values(1, 2, 3, 7, 16));
+INSTANTIATE_TEST_SUITE_P(Shapes, PlannedSgemmTest, kPlannedCases, planned_case_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, PlannedHgemmTest, kPlannedCases, planned_case_name);
+
+// More splits than k-tiles (empty ranges write zeros), K = 0 (C = beta * C), and the edges.
+const auto kEdgeCases = ::testing::Combine(
+    ::testing::Values(course::GemmCase{{40, 72, 24}, 1.0f, 0.0f},
+                      course::GemmCase{{37, 45, 0}, 1.0f, 0.5f},
+                      course::GemmCase{{129, 257, 72}, 1.0f, 0.0f}),
+    ::testing::Values(BlockTile::square, BlockTile::skinny), ::testing::Values(1, 5, 64));
+INSTANTIATE_TEST_SUITE_P(Edges, PlannedSgemmTest, kEdgeCases, planned_case_name);
+INSTANTIATE_TEST_SUITE_P(Edges, PlannedHgemmTest, kEdgeCases, planned_case_name);
+
+// --- GPU: the chooser's pick on the month-2 list ------------------------------------------------
+
+class ShapesGemmTest : public course::GpuTest,
+                       public ::testing::WithParamInterface<course::GemmCase> {};
+
+TEST_P(ShapesGemmTest, SgemmMatchesFloat64Reference) {
+  course::expect_gemm_matches_reference(course::impl::sgemm_shapes, GetParam(), kAllHint);
+}
+TEST_P(ShapesGemmTest, HgemmMatchesFloat64Reference) {
+  course::expect_gemm_matches_reference(course::impl::hgemm_shapes, GetParam(), kAllHint);
+}
+INSTANTIATE_TEST_SUITE_P(Month2Shapes, ShapesGemmTest,
+                         ::testing::ValuesIn(course::gemm_test_cases()), course::gemm_case_name);
+INSTANTIATE_TEST_SUITE_P(OffSquare, ShapesGemmTest,
+                         ::testing::Values(course::GemmCase{{16, 4096, 4096}, 1.0f, 0.0f},
+                                           course::GemmCase{{128, 4096, 4096}, 1.0f, 0.0f},
+                                           course::GemmCase{{1024, 1024, 8192}, 1.0f, 0.0f},
+                                           course::GemmCase{{4093, 4099, 4097}, 1.0f, 0.0f}),
+                         course::gemm_case_name);
+
+class ShapesArgumentsTest : public course::GpuTest {};
+
+TEST_F(ShapesArgumentsTest, NegativeSizesAreRejectedWithAClearError) {
+  course::expect_gemm_rejects_negative_sizes(course::impl::sgemm_shapes, kAllHint);
+  course::expect_gemm_rejects_negative_sizes(course::impl::hgemm_shapes, kAllHint);
+}
+
+TEST_F(ShapesArgumentsTest, RunsOnTheGivenStream) {
+  course::expect_gemm_runs_on_stream(course::impl::sgemm_shapes, kAllHint);
+  course::expect_gemm_runs_on_stream(course::impl::hgemm_shapes, kAllHint);
+}
+
+// Both kernels' float4 / 16-byte paths need aligned rows: odd offsets take the 4-byte
+// (float32) and predicated (float16) paths.
+TEST_F(ShapesArgumentsTest, MisalignedPointersAreHandled) {
+  course::expect_gemm_handles_misaligned_pointers(
+      course::impl::sgemm_shapes, course::GemmShape{48, 264, 2048}, {1, 3, 4}, kAllHint);
+  course::expect_gemm_handles_misaligned_pointers(
+      course::impl::hgemm_shapes, course::GemmShape{48, 264, 2048}, {1, 3, 4}, kAllHint);
+}
+
+// A split plan queued on a captured stream: both kernels, the GEMM and the reduction.
+TEST_F(ShapesArgumentsTest, SplitPlansRunOnTheGivenStream) {
+  g_plan = GemmPlan{BlockTile::skinny, 3};
+  course::DeviceBuffer<float> workspace(course::gemm_shapes::workspace_floats(g_plan, 67, 45));
+  g_workspace = &workspace;
+  course::expect_gemm_runs_on_stream(sgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
+  course::expect_gemm_runs_on_stream(hgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
+  g_workspace = nullptr;
+}
+
+TEST_F(ShapesArgumentsTest, BadPlansAreRejected) {
+  course::DeviceBuffer<float> buffer(64 * 64);
+  const float* f = buffer.data();
+  const auto* h = reinterpret_cast<const __half*>(buffer.data());
+  for (int splits : {0, -1, course::gemm_shapes::kMaxPlannedSplits + 1}) {
+    EXPECT_THROW(course::impl::sgemm_planned({BlockTile::square, splits}, 8, 8, 64, 1.0f, f, f,
+                                             0.0f, buffer.data(), buffer.data(), buffer.size()),
+                 std::invalid_argument)
+        << splits << " splits";
+  }
+  // 4 splits of 64 x 64 need 16384 floats.
+  EXPECT_THROW(course::impl::hgemm_planned({BlockTile::square, 4}, 64, 64, 64, 1.0f, h, h, 0.0f,
+                                           buffer.data(), buffer.data(), buffer.size()),
+               std::invalid_argument);
+  EXPECT_THROW(course::impl::hgemm_planned({BlockTile::square, 2}, 64, 64, 64, 1.0f, h, h, 0.0f,
+                                           buffer.data(), nullptr, 0),
+               std::invalid_argument);
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// --- GPU: determinism --------------------------------------------------------------------------
+
+// Runs `gemm` twice on the same inputs and a C that starts the same, and compares the bits.
+template <typename Input>
+void expect_bitwise_reproducible(course::GemmFnOf<Input> gemm, course::GemmShape shape,
+                                 const char* hint) {
+  const std::size_t MN = static_cast<std::size_t>(shape.M) * shape.N;
+  const std::uint64_t seed = course::test_seed() + 21;
+  const auto A = course::gemm_inputs<Input>(static_cast<std::size_t>(shape.M) * shape.K, seed);
+  const auto B = course::gemm_inputs<Input>(static_cast<std::size_t>(shape.K) * shape.N, seed + 1);
+  const auto C0 = course::random_uniform<float>(MN, seed + 2);
+  auto device_a = course::DeviceBuffer<Input>::from_host(A.device);
+  auto device_b = course::DeviceBuffer<Input>::from_host(B.device);
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    auto device_c = course::DeviceBuffer<float>::from_host(C0);
+    gemm(shape.M, shape.N, shape.K, 0.75f, device_a.data(), device_b.data(), 0.5f, device_c.data(),
+         nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    runs.push_back(device_c.to_host());
+  }
+  std::size_t differ = 0, first = MN;
+  for (std::size_t i = 0; i < MN; ++i) {
+    if (std::memcmp(&runs[0][i], &runs[1][i], sizeof(float)) != 0) {
+      ++differ;
+      if (first == MN) first = i;
+    }
+  }
+  EXPECT_EQ(differ, 0u) << "M x N x K = " << course::to_string(shape) << ", " << g_plan.splits
+                        << " splits: two runs differ in " << differ << " elements of C, the first "
+                        << "C[" << first / shape.N << "][" << first % shape.N << "] ("
+                        << (first < MN ? runs[0][first] : 0.0f) << " then "
+                        << (first < MN ? runs[1][first] : 0.0f) << "): the partials must be added "
+                        << "in the same order on every run, without atomics. " << hint;
+}
+
+TEST_F(ShapesArgumentsTest, SplitResultsAreBitwiseReproducible) {
+  for (int splits : {5, 16}) {
+    g_plan = GemmPlan{BlockTile::skinny, splits};
+    const course::GemmShape shape{48, 520, 3000};
+    course::DeviceBuffer<float> workspace(
+        course::gemm_shapes::workspace_floats(g_plan, shape.M, shape.N));
+    g_workspace = &workspace;
+    expect_bitwise_reproducible<float>(sgemm_with_plan, shape, kSplitHint);
+    expect_bitwise_reproducible<__half>(hgemm_with_plan, shape, kSplitHint);
+    g_workspace = nullptr;
+  }
+}
+
+}  // namespace

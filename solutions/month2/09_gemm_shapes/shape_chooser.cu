@@ -1,0 +1,43 @@
+// Exercise m2.09: the shape chooser. (Reference solution.)
+//
+// Host code: given M, N, K and the GPU's multiprocessor count, which block tile and how many
+// splits of K. The arithmetic is occupancy: a GEMM is fast when every multiprocessor has a
+// block to run, and each block has enough k-steps to get its pipeline going. README.md works
+// through the shapes of the benchmark.
+#include <algorithm>
+#include <cstddef>
+
+#include "gemm_shapes.h"
+
+namespace course::COURSE_IMPL {  // see course/impl.h
+
+gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,
+                                       int multiprocessors, std::size_t workspace_floats) {
+  using namespace gemm_shapes;
+  GemmPlan plan;
+  // ---- given: the same in the skeleton and the solution (./course check compares) ----
+  // Few rows: a 128-row tile would multiply mostly zeros, and a quarter of the rows per block
+  // gives four times the blocks.
+  plan.tile = M <= kSkinnyMaxM ? BlockTile::skinny : BlockTile::square;
+  plan.splits = 1;
+  if (M <= 0 || N <= 0 || K <= 0 || multiprocessors <= 0) return plan;
+  // ---- end of given ----
+
+  // Blocks without splitting: one per output tile. When there are fewer tiles than
+  // multiprocessors, split K so that tiles x splits covers them all.
+  const long long tiles =
+      static_cast<long long>((M + block_m(plan.tile) - 1) / block_m(plan.tile)) *
+      ((N + kBlockN - 1) / kBlockN);
+  long long splits = (multiprocessors + tiles - 1) / tiles;
+  // Each split must keep at least kMinKTilesPerSplit k-tiles: a shorter one spends its time
+  // filling and draining the pipeline and writing its partial C.
+  const long long k_tiles = (K + k_tile(precision) - 1) / k_tile(precision);
+  splits = std::min(splits, std::max(1LL, k_tiles / kMinKTilesPerSplit));
+  // Every split's partial C must fit the workspace: splits x M x N floats.
+  const long long per_split = static_cast<long long>(M) * N;
+  splits = std::min(splits, std::max(1LL, static_cast<long long>(workspace_floats) / per_split));
+  plan.splits = static_cast<int>(std::min<long long>(splits, kMaxSplits));
+  return plan;
+}
+
+}  // namespace course::COURSE_IMPL
