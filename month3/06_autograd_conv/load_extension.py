@@ -10,7 +10,8 @@ PyTorch and machine have CUDA, autograd_conv.cu together with the forward's kern
 library (EARLIER_SOURCES): m3.05's implicit GEMM (float16, bfloat16), m3.04's im2col + GEMM
 (with the m2.05 SGEMM it can call) and m3.03's direct convolution (float32). It loads the
 library (its TORCH_LIBRARY blocks register the operators), then imports autograd_conv.py of
-the same version and binds it to them.
+the same version (which imports the given autograd_conv_given.py of this folder) and binds it
+to them.
 
 Whose earlier kernels: your m3.06 is built with YOUR m3.05, m3.04, m3.03 and m2.05, so the
 forward runs the kernels you wrote. If one of them does not pass its tests yet, build with the
@@ -26,6 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "common" / "python"))  # course_harness, when run by hand
+if str(HERE) not in sys.path:  # autograd_conv_given (both versions import it), from elsewhere too
+    sys.path.append(str(HERE))
 
 
 from course_harness import extension, paths  # noqa: E402

@@ -219,7 +219,7 @@ def check_reduced_precision(test, c, dtype, memory_format, seed):
     for bias in (b, None):
         y = call(ops().conv2d, x, w, bias, *conv_args(c), hint=HINT_REDUCED)
         test.assertEqual(y.dtype, dtype, f"conv2d {where}: the output must keep the input's dtype. {HINT_REDUCED}")
-        layout = conv._output_memory_format(x)
+        layout = conv.given.output_memory_format(x)
         test.assertTrue(y.is_contiguous(memory_format=layout),
                         f"conv2d {where}: the output must be {layout} like the input (strides "
                         f"{y.stride()}). {HINT_REDUCED}")
@@ -348,7 +348,7 @@ class RegistrationTest(unittest.TestCase):
 
     def test_one_autograd_mechanism_per_version(self):
         conv = module()
-        self.assertEqual(conv._op_autograd, HAS_OP_AUTOGRAD,
+        self.assertEqual(conv._plumbing.op_autograd, HAS_OP_AUTOGRAD,
                          "the operator's own autograd (register_autograd) must be used exactly where "
                          f"torch.library has it (this is PyTorch {torch.__version__}). {HINT_GIVEN}")
 
@@ -1146,6 +1146,288 @@ class LargeTensorChecksCpuTest(unittest.TestCase):
         message = str(raised.exception)
         self.assertIn("shape", message, HINT_GIVEN)
         self.assertNotIn("2^31", message, f"a batch of small images must not be refused for its size. {HINT_GIVEN}")
+
+
+# ---- autocast and double backward ----
+# Both live in the given conv2d() (autograd_conv_given.py): under torch.autocast("cuda") it runs
+# in the autocast dtype as nn.Conv2d does; a gradient of its gradients (create_graph=True, then
+# backward again) raises a RuntimeError that names the limitation, never a silent zero.
+
+import warnings  # noqa: E402
+
+import autograd_conv_given  # noqa: E402  (the given code both versions import)
+
+DOUBLE_BACKWARD = r"double backward \(create_graph=True\) of the course's conv2d is not supported"
+HINT_SECOND_ORDER = ("the second-order guard is given code (autograd_conv_given.py: guard_second_order, "
+                     "around your conv2d_backward); if it does not fire, look at TODO(m3.06d): "
+                     "conv2d_backward must return its three gradients (dx, dw, db)")
+HINT_AUTOCAST = ("autocast is given code (autograd_conv_given.py: conv2d() casts the CUDA inputs); "
+                 "through Conv2d it needs your TODO(m3.06e) forward to call conv2d(), and the "
+                 "gradients your TODO(m3.06d)")
+# The warning PyTorch >= 2.4 gives when a backward runs an operator that has no autograd under
+# create_graph=True (and then takes its gradient as zero): the guard must make it impossible.
+NO_AUTOGRAD_WARNING = "autograd kernel was not registered"
+
+
+@contextlib.contextmanager
+def cuda_autocast_state(dtype):
+    """The thread's CUDA autocast switched on in `dtype`, as inside torch.autocast("cuda", dtype),
+    also where PyTorch has no CUDA (torch.autocast("cuda") switches itself off there)."""
+    if hasattr(torch, "get_autocast_dtype"):  # PyTorch >= 2.4: per device type
+        saved = (torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda"))
+
+        def set_state(enabled, to):
+            torch.set_autocast_enabled("cuda", enabled)
+            torch.set_autocast_dtype("cuda", to)
+    else:  # 1.13 to 2.3: the CUDA-only switches
+        saved = (torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype())
+
+        def set_state(enabled, to):
+            torch.set_autocast_enabled(enabled)
+            torch.set_autocast_gpu_dtype(to)
+    set_state(True, dtype)
+    try:
+        yield
+    finally:
+        set_state(*saved)
+
+
+def conv_entries(conv, c):
+    """(name, f(x, w, b) -> (y, (x, weight, bias))) for each way into the convolution: the
+    Function on every version, conv2d() (the operator's own autograd on PyTorch >= 2.4), and
+    the Conv2d module (TODO(m3.06e)), whose parameters (copies of w and b) are the leaves."""
+    def through_function(x, w, b):
+        return conv.Conv2dFunction.apply(x, w, b, *conv_args(c)), (x, w, b)
+
+    def through_conv2d(x, w, b):
+        return conv.conv2d(x, w, b, c.stride, c.padding, c.dilation), (x, w, b)
+
+    def through_module(x, w, b):
+        layer = conv.Conv2d(c.c, c.k, (c.r, c.s), stride=c.stride, padding=c.padding,
+                            dilation=c.dilation, bias=b is not None, device=x.device, dtype=x.dtype)
+        with torch.no_grad():
+            layer.weight.copy_(w)
+            if b is not None:
+                layer.bias.copy_(b)
+        return layer(x), (x, layer.weight, layer.bias)
+
+    return [("Conv2dFunction.apply", through_function), ("conv2d", through_conv2d),
+            ("Conv2d", through_module)]
+
+
+def check_double_backward(test, c, dtype, device, seed):
+    """For each entry: first-order gradients under create_graph=True are the usual ones (and
+    no operator runs without autograd); any gradient of them raises, naming the limitation."""
+    conv = module()
+    for name, forward in conv_entries(conv, c):
+        hint = HINT_DROPIN if name == "Conv2d" else HINT_WIRING
+        with test.subTest(entry=name, case=c.name, dtype=dtype, device=device):
+            x, w, b = make_inputs(c, seed, dtype, device, requires_grad=True)
+            y, leaves = call(forward, x, w, b, hint=hint)
+            dy = dy_for(y, seed + 3)
+            plain = call(torch.autograd.grad, y, leaves, dy, True, hint=HINT_WIRING)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                graphs = call(lambda: torch.autograd.grad(y, leaves, dy, create_graph=True),
+                              hint=HINT_WIRING)
+            stray = [str(m.message).splitlines()[0] for m in caught if NO_AUTOGRAD_WARNING in str(m.message)]
+            test.assertFalse(stray, f"{name}: a gradient operator ran under create_graph=True without "
+                                    f"autograd: {stray}. {HINT_SECOND_ORDER}")
+            for what, got, want in zip(("dx", "dw", "db"), graphs, plain):
+                test.assertTrue(torch.equal(got, want), f"{name}: {what} under create_graph=True differs "
+                                                        f"from the plain backward's. {HINT_SECOND_ORDER}")
+            # The gradient penalty (WGAN-GP's |dL/dx|^2) needs d(dx)/dW: PyTorch >= 2.4 took it as
+            # zero (with a warning) before the guard. Each gradient, towards a leaf it depends on.
+            x, weight, _ = leaves
+            for what, grad, towards in (("dx", graphs[0], weight), ("dw", graphs[1], x),
+                                        ("db", graphs[2], weight)):
+                with test.assertRaisesRegex(RuntimeError, DOUBLE_BACKWARD,
+                                            msg=f"{name}: the gradient of {what}. {HINT_SECOND_ORDER}"):
+                    torch.autograd.grad(grad.square().sum(), towards, allow_unused=True)
+            # The same where the upstream gradient itself requires grad (loss = sum(y^2)), and
+            # through .backward() as a training loop calls it.
+            y, leaves = forward(x.detach().requires_grad_(True), w, b)
+            dx, = torch.autograd.grad(y.square().sum(), leaves[0], create_graph=True)
+            with test.assertRaisesRegex(RuntimeError, DOUBLE_BACKWARD,
+                                        msg=f"{name}: dx of sum(y^2), then backward. {HINT_SECOND_ORDER}"):
+                dx.square().sum().backward()
+
+
+class DoubleBackwardCpuTest(unittest.TestCase):
+    """create_graph=True gives the usual gradients; differentiating them raises, on the
+    Function, the operator's own autograd (PyTorch >= 2.4) and the Conv2d module."""
+
+    def test_guard_passes_gradients_and_raises_on_their_gradient(self):
+        # The given guard alone, no operator involved.
+        grad = random_tensor((3, 4), SEED + 7000)
+        depends = random_tensor((3, 4), SEED + 7001).requires_grad_(True)
+        with torch.no_grad():  # a backward without create_graph: nothing to guard
+            self.assertIs(autograd_conv_given.guard_second_order((grad, None), (depends,))[0], grad,
+                          f"grad mode off (no create_graph): nothing to guard. {HINT_SECOND_ORDER}")
+        self.assertIs(autograd_conv_given.guard_second_order((grad, None), (grad,))[0], grad,
+                      f"nothing requires grad: nothing to guard. {HINT_SECOND_ORDER}")
+        guarded, none = autograd_conv_given.guard_second_order((grad, None), (depends,))
+        self.assertIsNone(none, f"a gradient not asked for stays None. {HINT_SECOND_ORDER}")
+        self.assertTrue(torch.equal(guarded, grad) and guarded.requires_grad,
+                        f"the guarded gradient keeps its values and carries the guard. {HINT_SECOND_ORDER}")
+        with self.assertRaisesRegex(RuntimeError, DOUBLE_BACKWARD, msg=HINT_SECOND_ORDER):
+            guarded.sum().backward()
+
+    def test_conv2d_function_and_module(self):
+        for i, c in enumerate([GRADCHECK_CASES[0], GRADCHECK_CASES[2]]):
+            check_double_backward(self, c, torch.float64, "cpu", SEED + 7100 + 10 * i)
+
+    def test_float32(self):
+        check_double_backward(self, TEST_CASES[4], torch.float32, "cpu", SEED + 7200)
+
+
+class AutocastCpuTest(unittest.TestCase):
+    """What the autocast rule does without a GPU: it reads this PyTorch's CUDA autocast state,
+    and casts CUDA tensors only (the CPU kernels are float32 and float64)."""
+
+    def test_reads_the_cuda_autocast_state(self):
+        self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(), f"autocast is off here. {HINT_AUTOCAST}")
+        for dtype in (torch.float16, torch.bfloat16):
+            with self.subTest(dtype=dtype), cuda_autocast_state(dtype):
+                self.assertEqual(autograd_conv_given.cuda_autocast_dtype(), dtype, HINT_AUTOCAST)
+        self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(), f"autocast is off again. {HINT_AUTOCAST}")
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            self.assertIsNone(autograd_conv_given.cuda_autocast_dtype(),
+                              f"CPU autocast is not CUDA autocast. {HINT_AUTOCAST}")
+
+    def test_cpu_tensors_stay_in_their_dtype(self):
+        conv = module()
+        c = TEST_CASES[4]
+        x, w, b = make_inputs(c, SEED + 7300, torch.float32, "cpu")
+        expected = conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+        for what, state in (("torch.autocast('cpu', bfloat16)", torch.autocast("cpu", dtype=torch.bfloat16)),
+                            ("CUDA autocast in float16", cuda_autocast_state(torch.float16))):
+            with self.subTest(autocast=what):
+                with state:
+                    y = conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+                self.assertEqual(y.dtype, torch.float32, f"{what}: CPU tensors are not cast. {HINT_AUTOCAST}")
+                self.assertTrue(torch.equal(y, expected), f"{what}: the result changed. {HINT_AUTOCAST}")
+
+    def test_module_under_cpu_autocast(self):
+        conv = module()
+        torch.manual_seed(SEED)
+        layer = conv.Conv2d(3, 4, 3, padding=1)
+        x = random_tensor((2, 3, 7, 6), SEED + 7400)
+        expected = call(layer, x, hint=HINT_DROPIN)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = call(layer, x, hint=HINT_DROPIN)
+        self.assertTrue(y.dtype == torch.float32 and torch.equal(y, expected),
+                        f"Conv2d under CPU autocast: {y.dtype}. {HINT_AUTOCAST}")
+
+
+def check_autocast(test, c, dtype, seed, through):
+    """Under torch.autocast("cuda", dtype), fp32 inputs and parameters: the output is in dtype
+    like F.conv2d's and close to it, exact within one rounding against a float64 reference of
+    the rounded inputs; after backward the fp32 leaves hold fp32 gradients."""
+    conv = module()
+    x, w, b = make_inputs(c, seed, torch.float32, "cuda", requires_grad=True)
+    forward = dict(conv_entries(conv, c))["Conv2d" if through == "module" else "conv2d"]
+    where = f"{through} {c.name} under autocast({dtype})"
+    with torch.autocast("cuda", dtype=dtype):
+        y, leaves = call(forward, x, w, b, hint=HINT_DROPIN if through == "module" else HINT_AUTOCAST)
+        with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+            theirs = F.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+    test.assertEqual(y.dtype, theirs.dtype, f"{where}: F.conv2d gives {theirs.dtype}. {HINT_AUTOCAST}")
+    rounded = [t.detach().to(dtype) for t in (x, w, b)]
+    rtol, atol = tolerance(dtype, c.c * c.r * c.s)
+    testing.assert_close(y, reference_forward(c, *rounded), rtol=rtol, atol=atol,
+                         what=f"{where}: forward vs float64", hint=HINT_AUTOCAST)
+    # cuDNN adds the bias to its rounded sum and rounds again: a few units apart from ours at most.
+    testing.assert_close(y, theirs, rtol=4 * rtol, atol=4 * atol, what=f"{where}: forward vs F.conv2d",
+                         hint=HINT_AUTOCAST)
+    dy = dy_for(y, seed + 3)
+    call(y.backward, dy, hint=HINT_WIRING)
+    dx_want, dw_want = reference_grads(c, rounded[0], rounded[1], dy)
+    pq = c.n * y.shape[2] * y.shape[3]
+    for name, leaf, want, products in (("x.grad", leaves[0], dx_want, c.k * c.r * c.s),
+                                       ("weight.grad", leaves[1], dw_want, pq),
+                                       ("bias.grad", leaves[2], dy.double().sum(dim=(0, 2, 3)).to(dtype), pq)):
+        if leaf.grad is None:
+            test.fail(f"{where}: {name} is None. {HINT_WIRING}")
+        test.assertEqual(leaf.grad.dtype, torch.float32,
+                         f"{where}: {name} must be float32 like its leaf (autograd casts it back). "
+                         f"{HINT_AUTOCAST}")
+        rtol, atol = tolerance(dtype, products)
+        testing.assert_close(leaf.grad, want.float(), rtol=rtol, atol=atol, what=f"{where}: {name}",
+                             hint=HINT_WIRING)
+
+
+class AutocastCudaTest(_CudaBase):
+    """torch.autocast("cuda", dtype=float16): conv2d() and Conv2d run in float16 as nn.Conv2d
+    does; AutocastBfloat16CudaTest runs the same in bfloat16."""
+
+    DTYPE = torch.float16
+    CASES = [TEST_CASES[1], TEST_CASES[4], case("C16_K24_3x3", 2, 16, 10, 9, 24, 3, 3, 1, 1),
+             case("C32_K8_Stride2", 2, 32, 11, 12, 8, 3, 3, 2, 1)]
+
+    def test_conv2d_and_module(self):
+        for i, c in enumerate(self.CASES):
+            for through in ("function", "module"):
+                with self.subTest(case=c.name, dtype=self.DTYPE, through=through):
+                    check_autocast(self, c, self.DTYPE, SEED + 7500 + 10 * i, through)
+
+    def test_what_autocast_leaves_alone(self):
+        # As documented: the operator and Conv2dFunction called directly have no autocast
+        # (they keep the inputs' dtype), and autocast never casts float64.
+        conv = module()
+        c = TEST_CASES[4]
+        x, w, b = make_inputs(c, SEED + 7600, torch.float32, "cuda")
+        with torch.autocast("cuda", dtype=self.DTYPE):
+            direct = ops().conv2d(x, w, b, *conv_args(c))
+            function = conv.Conv2dFunction.apply(x, w, b, *conv_args(c))
+            double = conv.conv2d(x.double(), w.double(), b.double(), c.stride, c.padding, c.dilation)
+        for what, y, dtype in (("ops().conv2d", direct, torch.float32),
+                               ("Conv2dFunction.apply", function, torch.float32),
+                               ("conv2d() of float64", double, torch.float64)):
+            self.assertEqual(y.dtype, dtype, f"{what} under autocast. {HINT_AUTOCAST}")
+
+    def test_bfloat16_runs_or_says_it_needs_compute_capability_8_0(self):
+        conv = module()
+        c = self.CASES[2]
+        x, w, b = make_inputs(c, SEED + 7700, torch.float32, "cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            if requirements.compute_capability_shortfall(8, 0, "bfloat16"):
+                with self.assertRaisesRegex(RuntimeError, r"(?s)autocast.*needs compute capability 8\.0",
+                                            msg=HINT_AUTOCAST):
+                    conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+            else:
+                y = conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+                self.assertEqual(y.dtype, torch.bfloat16, HINT_AUTOCAST)
+
+
+class AutocastBfloat16CudaTest(AutocastCudaTest):
+    """AutocastCudaTest in bfloat16, which needs an Ampere GPU or newer."""
+
+    DTYPE = torch.bfloat16
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        requirements.require_compute_capability(8, 0, "bfloat16 mma.sync, in m3.05's forward")
+
+
+class DoubleBackwardCudaTest(_CudaBase):
+    """DoubleBackwardCpuTest's checks on the GPU's kernels."""
+
+    def test_float32_and_float64(self):
+        for i, dtype in enumerate((torch.float32, torch.float64)):
+            check_double_backward(self, TEST_CASES[4], dtype, "cuda", SEED + 7800 + 10 * i)
+
+    def test_under_autocast(self):
+        # A gradient penalty in a mixed-precision model: refused the same way.
+        conv = module()
+        c = TEST_CASES[4]
+        x, w, b = make_inputs(c, SEED + 7900, torch.float32, "cuda", requires_grad=True)
+        with torch.autocast("cuda", dtype=torch.float16):
+            y = call(conv.conv2d, x, w, b, c.stride, c.padding, c.dilation, hint=HINT_AUTOCAST)
+        dx, = call(lambda: torch.autograd.grad(y.float().sum(), x, create_graph=True), hint=HINT_WIRING)
+        with self.assertRaisesRegex(RuntimeError, DOUBLE_BACKWARD, msg=HINT_SECOND_ORDER):
+            dx.square().sum().backward()
 
 
 if __name__ == "__main__":
