@@ -39,10 +39,10 @@ HINT_WGRAD = f"look at TODO(m3.06b) in {FOLDER}/conv_backward.h (grad_weight_par
 HINT_WGRAD_GEMM = ("conv2d_grad_weight on the GPU is given code, cuBLAS GEMMs over X_col, which your m3.04 "
                    "im2col writes in float32: if ./course grade m3_04 fails, fix it first, or run with "
                    "COURSE_EARLIER_KERNELS=solution; TODO(m3.06b) is graded by conv2d_grad_weight_direct")
-HINT_REDUCED = ("float16 and bfloat16 are given code around earlier exercises: the forward runs your m3.05 "
-                "implicit GEMM (if ./course grade m3_05 fails, fix it first, or run with "
-                "COURSE_EARLIER_KERNELS=solution), the gradients the float32 operators over your "
-                "TODO(m3.06a) to TODO(m3.06c)")
+HINT_REDUCED = ("float16 and bfloat16 are given code around earlier exercises: the forward and grad-input "
+                "run your m3.05 implicit GEMM (if ./course grade m3_05 fails, fix it first, or run with "
+                "COURSE_EARLIER_KERNELS=solution), grad-weight and grad-bias the float32 operators over "
+                "your TODO(m3.06b) and TODO(m3.06c)")
 HINT_BIAS_CPU = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cpp (conv2d_grad_bias_cpu's loop)"
 HINT_BIAS_CUDA = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cu (grad_bias_kernel's reduction)"
 HINT_WIRING = (f"look at TODO(m3.06d) in {FOLDER}/autograd_conv.py (conv2d_backward: which "
