@@ -49,8 +49,8 @@ def month2_sources(month2):
 
 
 def include_dirs():
-    """pybind_gemm.h, the month-2 interfaces (register_tiling.h, wmma_gemm.h and m2.07's given
-    headers, which live in the exercise folders only) and common/include."""
+    """pybind_gemm.h, the month-2 interfaces (register_tiling.h, wmma_gemm.h and the given
+    headers of m2.05 and m2.07, which live in the exercise folders only) and common/include."""
     return [HERE, ROOT / "month2" / "05_register_tiling", ROOT / "month2" / "07_wmma",
             ROOT / "common" / "include"]
 

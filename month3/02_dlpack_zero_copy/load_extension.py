@@ -7,8 +7,8 @@
     lib.add_in_place(t, t)                          # the m1.01 kernel on torch's memory
 
 The module is a pybind11 module (PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)), built from
-dlpack_buffer.cpp, which includes no PyTorch header (only PyTorch's copy of dlpack.h, plain
-C). With CUDA it also compiles slow_fill.cu (given) and the m1.01 vector_add.cu: YOURS
+dlpack_buffer.cpp and the given dlpack_buffer_given.h it includes, which include no PyTorch
+header (only PyTorch's copy of dlpack.h, plain C). With CUDA it also compiles slow_fill.cu (given) and the m1.01 vector_add.cu: YOURS
 (month1/01_vector_add/vector_add.cu) when the exercise is built, the reference's when the
 solution is. If your m1.01 is not finished, build against the reference's kernel instead:
 

@@ -1,6 +1,6 @@
 // The interface of exercise m3.05. Your skeleton (month3/05_implicit_gemm/
 // conv2d_implicit_gemm.cu) and the reference (solutions/month3/05_implicit_gemm/...) both
-// implement it.
+// implement it, with the given launchers of conv2d_implicit_gemm_given.cuh.
 //
 // The convolution of course/conv.h (groups = 1, cross-correlation, zero padding) in NHWC as
 // an implicit GEMM on the tensor cores:

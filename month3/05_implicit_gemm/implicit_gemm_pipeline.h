@@ -1,7 +1,8 @@
 // Given code for exercise m3.05: everything of the implicit-GEMM convolution except the A
-// loaders you write in conv2d_implicit_gemm.cu. Your skeleton and the reference both include
-// it. It is m2.07's part-3 main loop (stages of cp.async, swizzled shared memory, ldmatrix,
-// mma.sync m16n8k16, the epilogue straight from the accumulators) with two changes:
+// loaders (conv2d_implicit_gemm_given.cuh, on the index functions you write in
+// conv2d_implicit_gemm.cu). Your skeleton and the reference both include it. It is m2.07's
+// part-3 main loop (stages of cp.async, swizzled shared memory, ldmatrix, mma.sync m16n8k16,
+// the epilogue straight from the accumulators) with two changes:
 //
 //  * B is the filters. KRSC weights w[K][R][S][C] are, as they lie in memory, a row-major
 //    K x (C R S) matrix W whose row k is filter k and whose column g = (r S + s) C + c is the
@@ -229,7 +230,7 @@ __device__ __forceinline__ void store_outputs(const float (&acc)[Tile::kTilesM][
   }
 }
 
-// The kernel. ALoader<Tile, Element, kVectorized> is an A loader of conv2d_implicit_gemm.cu:
+// The kernel. ALoader<Tile, Element, kVectorized> is an A loader of conv2d_implicit_gemm_given.cuh:
 // constructed once per block, ALoader(problem, x, block_m), then copy(As, k0) fills the A
 // tile of stage As with GEMM rows block_m .. block_m + kBlockM - 1 and GEMM k k0 .. k0 +
 // kBlockK - 1, zeros outside the problem and in the padding. copy is called for k0 = 0,

@@ -48,7 +48,7 @@ constexpr int wgmma_shared_bytes() {
 }
 
 // The kernel, for the fast path only (16-byte copies). ALoader: an A loader of
-// conv2d_implicit_gemm.cu, with the contract of implicit_gemm_kernel's.
+// conv2d_implicit_gemm_given.cuh, with the contract of implicit_gemm_kernel's.
 template <class Tile, class Element, template <class, class, bool> class ALoader>
 __global__ void __launch_bounds__(Tile::kThreads)
     implicit_gemm_wgmma_kernel(const ConvProblem problem, const Element* __restrict__ x,
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
   }
 #else
   // Built for a GPU without wgmma: the launchers never start this kernel there
-  // (conv2d_implicit_gemm.cu, wgmma_runs_here).
+  // (conv2d_implicit_gemm_given.cuh, wgmma_runs_here).
   (void)problem, (void)x, (void)w, (void)bias, (void)y;
   __trap();
 #endif

@@ -379,7 +379,7 @@ TEST_F(ImplicitGemmArgumentsTest, OnAHopperTheFastPathRunsOnWgmma) {
   const std::string expected = course::hopper::is_hopper_gpu() ? "wgmma" : "mma.sync";
   EXPECT_EQ(course::impl::conv2d_implicit_gemm_main_loop(), expected)
       << "on this GPU the fast path should run on " << expected
-      << " (month3/05_implicit_gemm/CMakeLists.txt adds sm_90a; conv2d_implicit_gemm.cu's "
+      << " (month3/05_implicit_gemm/CMakeLists.txt adds sm_90a; conv2d_implicit_gemm_given.cuh's "
          "wgmma_runs_here checks which machine code the runtime loaded)";
 }
 

@@ -17,21 +17,23 @@
 //    rescaling the sum whenever the max grows (the "online softmax"); then the warp
 //    combines the 32 (max, sum) pairs and walks the row again to write. x is read twice,
 //    and with thousands of long rows in flight the second read mostly misses the L2 cache.
-#include <algorithm>
+//
+// The loads, the loops and the launch are given: the loops in the kernels below, the
+// row units and the launchers in month2/06_warp_primitives/softmax_given.cuh.
 #include <cmath>
 #include <cstdint>
-#include <string>
 
-#include "course/cuda_check.h"
-#include "course/launch.h"
+#include "softmax_given.cuh"
 #include "warp_primitives.h"
 
 namespace course::COURSE_IMPL {  // see course/impl.h
 namespace {
 
-constexpr int kThreads = 256;  // 8 warps: 8 rows at a time per block
-constexpr int kWarpsPerBlock = kThreads / 32;
-constexpr unsigned kFullMask = 0xffffffffu;
+// From softmax_given.cuh: a block has kThreads = 256 threads, kWarpsPerBlock = 8 warps, one
+// row a warp at a time. RowUnit<kWidth> is kWidth floats of a row (kWidth = 4, a float4,
+// when every row is 16-byte aligned, else 1): RowUnit<kWidth>::load(row, u) reads unit u
+// (floats u * kWidth ..) into .v[0 .. kWidth), .store(row, u) writes it back.
+constexpr unsigned kFullMask = 0xffffffffu;  // all 32 lanes take part in a shuffle
 
 // The max of `value` over the 32 lanes, in every lane. __shfl_xor_sync(mask, v, d) returns
 // the v of lane (lane XOR d): with d = 16, 8, 4, 2, 1 every lane meets every other lane's
@@ -53,33 +55,6 @@ __device__ __forceinline__ float warp_all_reduce_sum(float value) {
   }
   return value;
 }
-
-// ---- given: the same in the skeleton and the solution (./course check compares) ----
-// A row is read and written in units of kWidth floats: 4 (a float4) when every row starts
-// on a 16-byte boundary, else 1. Unit u of a row is floats [u * kWidth, u * kWidth + kWidth).
-template <int kWidth>
-struct RowUnit {
-  float v[kWidth];
-
-  __device__ static RowUnit load(const float* row, std::int64_t unit) {
-    RowUnit u;
-    if constexpr (kWidth == 4) {
-      const float4 f = __ldg(reinterpret_cast<const float4*>(row) + unit);
-      u.v[0] = f.x, u.v[1] = f.y, u.v[2] = f.z, u.v[3] = f.w;
-    } else {
-      u.v[0] = __ldg(row + unit);
-    }
-    return u;
-  }
-  __device__ void store(float* row, std::int64_t unit) const {
-    if constexpr (kWidth == 4) {
-      reinterpret_cast<float4*>(row)[unit] = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-      row[unit] = v[0];
-    }
-  }
-};
-// ---- end of given ----
 
 // --- Rows that fit in registers -----------------------------------------------------------
 // Lane l holds units l, l + 32, l + 64, ... of its row: kUnitsPerLane of them, so a warp
@@ -205,59 +180,5 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---- given: the same in the skeleton and the solution (./course check compares) ----
-// Enough blocks to fill the GPU once (the grid-stride loops hand out the remaining rows),
-// or fewer when there are few rows.
-template <typename Kernel>
-void launch_rows(Kernel kernel, const float* x, float* y, std::int64_t rows, std::int64_t cols,
-                 cudaStream_t stream) {
-  const std::int64_t needed = ceil_div<std::int64_t>(rows, kWarpsPerBlock);
-  const int blocks = static_cast<int>(
-      std::min<std::int64_t>(needed, resident_blocks_to_fill_gpu(kernel, kThreads)));
-  kernel<<<blocks, kThreads, 0, stream>>>(x, y, rows, cols);
-  CUDA_CHECK_LAUNCH();
-}
-
-// The most floats of a row one lane holds in registers: 128, rows of up to 4096 floats. That
-// takes about 250 of the 255 registers a thread can have; one more step and the compiler
-// would spill the row to local memory.
-constexpr int kMaxFloatsPerLane = 128;
-
-// The register kernel with the fewest units per lane that hold the row (kUnitsPerLane
-// doubles from the first call: a warp that held more would spend registers and loads on
-// -inf padding); the online kernel for longer rows.
-template <int kWidth, int kUnitsPerLane>
-void launch_softmax(const float* x, float* y, std::int64_t rows, std::int64_t cols,
-                    cudaStream_t stream) {
-  if constexpr (kUnitsPerLane * kWidth > kMaxFloatsPerLane) {
-    launch_rows(softmax_rows_online<kWidth>, x, y, rows, cols, stream);
-  } else {
-    const std::int64_t units_per_lane = ceil_div<std::int64_t>(cols / kWidth, 32);
-    if (units_per_lane <= kUnitsPerLane) {
-      launch_rows(softmax_rows_in_registers<kUnitsPerLane, kWidth>, x, y, rows, cols, stream);
-    } else {
-      launch_softmax<kWidth, 2 * kUnitsPerLane>(x, y, rows, cols, stream);
-    }
-  }
-}
-
 }  // namespace
-
-void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols,
-                  cudaStream_t stream) {
-  const char* function = "softmax_rows";
-  require(rows >= 0 && cols >= 0, function,
-          "rows and cols must be >= 0, got " + std::to_string(rows) + " x " + std::to_string(cols));
-  if (rows == 0 || cols == 0) return;  // nothing to write
-  require(x != nullptr && y != nullptr, function, "x and y must be device pointers, got null");
-  // float4 units need every row to start on a 16-byte boundary: cols % 4 == 0 and aligned
-  // x and y. Otherwise single floats.
-  if (cols % 4 == 0 && is_aligned(x, 16) && is_aligned(y, 16)) {
-    launch_softmax<4, 1>(x, y, rows, cols, stream);  // rows of up to 128, 256, ... 4096 floats
-  } else {
-    launch_softmax<1, 4>(x, y, rows, cols, stream);
-  }
-}
-
 }  // namespace course::COURSE_IMPL
-// ---- end of given ----
