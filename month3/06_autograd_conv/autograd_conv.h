@@ -54,7 +54,7 @@ void check_grad_output(const char* op, const ConvShape& shape, const at::Tensor&
 
 // The layout the forward returns y in, as nn.Conv2d does: ChannelsLast for an input that is
 // channels_last (and not also NCHW-contiguous, as when C = 1), else Contiguous (NCHW). The
-// fake kernel in autograd_conv.py applies the same rule.
+// fake kernel in autograd_conv_given.py applies the same rule.
 inline at::MemoryFormat output_memory_format(const at::Tensor& input) {
   return input.is_contiguous(at::MemoryFormat::ChannelsLast) && !input.is_contiguous()
              ? at::MemoryFormat::ChannelsLast

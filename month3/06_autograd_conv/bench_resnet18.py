@@ -39,7 +39,8 @@ Precisions, named in every row: fp32 is true float32 (TF32 off: torch.backends.c
 and torch.backends.cuda.matmul.allow_tf32 are both set to False); fp16 is float16 in
 channels_last (NHWC activations, KRSC weights; the model by model.half() and
 .to(memory_format=torch.channels_last)). The course's float16 forward is m3.05's implicit
-GEMM; its float16 gradients run the float32 kernels on float32 copies (autograd_conv.cu).
+GEMM; its float16 grad-input runs the stride phases on that implicit GEMM, its grad-weight
+and grad-bias the float32 kernels on float32 copies (autograd_conv_given.cuh).
 
 Every row is checked before it is timed. Per layer, each result (the course's and cuDNN's)
 against the float64 answer of the same (rounded) inputs: the course's within conv_tolerance

@@ -1,7 +1,7 @@
 // Exercise m3.06: what one element of the forward and of each gradient is. (Reference solution.)
 //
 // These functions are __host__ __device__: the CPU kernels (autograd_conv.cpp) call them in
-// plain loops, and the CUDA kernels (autograd_conv.cu) call them once per thread or per
+// plain loops, and the CUDA kernels (autograd_conv_given.cuh) call them once per thread or per
 // block. So the arithmetic you write here is graded twice: by the CPU tests (gradcheck in
 // float64, in CI) and by the CUDA tests on the GPU. T is float or double.
 //
@@ -22,7 +22,8 @@
 namespace course {
 
 // y[n][k][p][q] = bias[k] + sum_{c,r,s} x[..] * w[..], with bias null for none: the forward,
-// for the CPU and for the float64 CUDA kernel (float32 CUDA runs m3.03's tiled kernel).
+// for the CPU and for the float64 CUDA kernel (float32 CUDA runs the forward table: m3.04's
+// im2col + GEMM, or m3.03's tiled kernel).
 template <typename T>
 __host__ __device__ inline T forward_at(const ConvShape& s, const T* x, const T* w, const T* bias,
                                         int n, int k, int p, int q) {
