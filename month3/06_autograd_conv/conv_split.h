@@ -28,8 +28,8 @@
 // 2. Batch chunks. The kernels index a tensor with int (require_conv_arguments: fewer than
 //    2^31 elements). A larger batch runs as slices of whole images, each under the limit;
 //    every image's outputs depend on that image only, and dw and db add the slices'
-//    partial sums in slice order. COURSE_CONV_MAX_ELEMENTS lowers the limit (tests use it to make small
-//    shapes take several slices).
+//    partial sums in slice order. COURSE_CONV_MAX_ELEMENTS lowers the limit (tests use it to
+//    make small shapes take several slices).
 #pragma once
 
 #include <algorithm>
