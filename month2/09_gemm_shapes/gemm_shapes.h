@@ -24,8 +24,9 @@ enum class Precision { fp32, fp16 };
 
 // The block tile: the part of C one thread block computes.
 //   square  128 x 128: the most reuse of every loaded value (m2.05's and m2.07's tile).
-//   skinny   32 x 128: for M <= 64, where a 128-row tile would be mostly zeros. A quarter of
-//                      the rows, so four times as many blocks cover the same C.
+//   skinny   32 x 128: for M <= 64, where a 128-row tile would be mostly zeros: a block
+//                      multiplies 32 rows, not 128 (for M = 33 .. 64, two blocks per column
+//                      of tiles instead of one; the blocks for the SMs come from split-K).
 enum class BlockTile { square, skinny };
 
 inline constexpr int kSquareBlockM = 128;

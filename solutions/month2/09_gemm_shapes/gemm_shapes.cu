@@ -10,8 +10,8 @@
 //  * Determinism: the reduction adds split 0, then 1, then 2, ... for every element, in one
 //    thread, and no two blocks ever write the same address: no atomics, so the order of the
 //    float32 additions, and so every bit of C, is the same on every run.
-//  * A skinny 32 x 128 block tile for M <= 64: four times as many blocks as the 128 x 128 one
-//    for the same C, and no 96 rows of zeros multiplied per block.
+//  * A skinny 32 x 128 block tile for M <= 64: a block multiplies 32 rows of A, not 128, so
+//    far fewer rows of zeros (16 instead of 112 at M = 16).
 //  * Odd sizes on the float16 path: predicated loads (mma_split_k.h) instead of m2.07's
 //    one-half-at-a-time fallback.
 //  * The chooser (shape_chooser.cu, task m2.09c) picks the tile and the number of splits
