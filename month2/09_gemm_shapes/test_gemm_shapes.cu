@@ -5,8 +5,8 @@
 //  * GPU tests: every tile x number of splits on skinny, long-K and odd shapes, float32 and
 //    float16 inputs, against the float64 reference (course/gemm_testing.h: seeded inputs, C
 //    poisoned, NaN guards around every matrix); the workspace is poisoned too, so a split
-//    that leaves its slice unwritten shows as NaN. Then the chooser's pick on the whole month-2 list, and determinism: two runs with
-//    many splits must give the same bits.
+//    that leaves its slice unwritten shows as NaN. Then the chooser's pick on the whole
+//    month-2 list, and determinism: two runs with many splits must give the same bits.
 #include <gtest/gtest.h>
 
 #include <cuda_fp16.h>
