@@ -390,6 +390,29 @@ class FakeOps:
         return torch.nn.grad.conv2d_weight(x, w.shape, dy, stride, padding, dilation)
 
 
+class NormwiseCheckTest(unittest.TestCase):
+    def test_the_whole_tensors_relative_error(self):
+        expected = torch.tensor([3.0, -4.0], dtype=torch.float64)  # norm 5
+        self.assertEqual(bench.normwise_error(expected.float(), expected), 0.0)
+        self.assertAlmostEqual(bench.normwise_error(torch.tensor([3.0, -3.0]), expected), 0.2)
+        check = bench.check_normwise(expected, 0.1)
+        check(torch.tensor([3.0, -3.9]))  # error 0.02
+        with self.assertRaisesRegex(AssertionError, "0.2 > 0.1"):
+            check(torch.tensor([3.0, -3.0]))
+        with self.assertRaises(AssertionError):
+            check(torch.tensor([float("nan"), -4.0]))
+
+    def test_one_wrong_element_of_a_large_tensor_fails(self):
+        generator = torch.Generator().manual_seed(7)
+        expected = torch.rand(64, 3, 7, 7, generator=generator, dtype=torch.float64) * 400 - 200
+        wrong = expected.clone()
+        wrong[5, 1, 3, 3] = -wrong[5, 1, 3, 3] + 2000.0  # one element far off
+        with self.assertRaises(AssertionError):
+            bench.check_normwise(expected, bench.NORMWISE_16BIT_BOUND)(wrong)
+        rounded = expected.half().double()  # one 16-bit rounding per element passes
+        bench.check_normwise(expected, bench.NORMWISE_16BIT_BOUND)(rounded)
+
+
 class PipelineTest(unittest.TestCase):
     """bench_layer and bench_step end to end on the CPU (host timer, small shapes, PyTorch's
     own convolutions in place of cuDNN's and the course's): rows, checks, counts and ratios."""
