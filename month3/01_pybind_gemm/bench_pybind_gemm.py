@@ -5,25 +5,30 @@ torch.matmul (cuBLAS), and what one call costs at a tiny size.
 Rows, named like the C++ benchmarks' (<family>/<implementation>/<size>); the family names
 the precision:
   gemm_fp32/torch_matmul/n:4096       torch.matmul, float32 in and out, TF32 OFF (cuBLAS SGEMM)
-  gemm_fp32/solution/n:4096           the reference optimized_gemm: m2.05's SGEMM
+  gemm_fp32/solution/n:4096           the reference optimized_gemm: m2.09's plan for the shape,
+                                      float32 on m2.05's main loop
   gemm_fp32/exercise/n:4096           yours (with --include-exercise)
   gemm_fp16/torch_matmul/n:4096       torch.matmul, float16 in and out, float32 accumulation
                                       (reduced-precision reductions off)
-  gemm_fp16/solution/n:4096           optimized_gemm, float16 in, float32 out: m2.07's mma_gemm
+  gemm_fp16/solution/n:4096           optimized_gemm, float16 in, float32 out: m2.09's plan,
+                                      float16 on m2.07's tensor-core main loop
+  shapes_fp32/torch_matmul/M:16/N:4096/K:4096   the same two on the shapes layers have (m2.09's
+  shapes_fp32/solution/M:16/N:4096/K:4096       list: small M, long K, odd sizes, the squares),
+  shapes_fp16/...                               float32 and float16
   overhead_fp32/torch_mm/n:64         one call of torch.mm on 64 x 64 matrices
   overhead_fp32/torch_mm_out/n:64     the same with out= (no allocation)
   overhead_fp32/solution/n:64         one call of optimized_gemm
   overhead_fp32/solution_out/n:64     the same with out=
   overhead_fp32/solution_op/n:64      one call of the dispatcher operator torch.ops.m3_01_solution.gemm
-  overhead_fp32/solution_launcher/n:64  one launch of the m2.05 launcher from a C++ loop:
+  overhead_fp32/solution_launcher/n:64  one launch of m2.09's launcher from a C++ loop:
                                       no Python, no checks, no allocation (the floor)
 
 Every GEMM row is checked against a float64 torch.matmul before it is timed; a wrong row is
 an error row and the program exits with status 1. A row whose kernel needs more than this GPU
 has (a launcher's "needs compute capability ..." or "needs ... KiB of shared memory" reason)
 is listed as not runnable on this GPU, with that reason, and is not a failure.
-gemm_* times are the median over --iterations runs, each between two CUDA events, after
---warmup runs, with the L2 cache flushed before each run; TFLOPS counts 2 * n^3 operations. overhead_* rows time a loop of
+gemm_* and shapes_* times are the median over --iterations runs, each between two CUDA events, after
+--warmup runs, with the L2 cache flushed before each run; TFLOPS counts 2 * n^3 (2 M N K) operations. overhead_* rows time a loop of
 --calls back-to-back calls between two CUDA events (no L2 flush) and report us_per_call:
 at 64 x 64 the GPU finishes each kernel in a few microseconds, so the loop runs at the rate
 the CPU issues calls, and that rate is what the rows compare.
@@ -48,10 +53,23 @@ PROGRAM = os.path.basename(__file__)
 GOAL_FP32 = 0.90  # the lesson's goal: optimized_gemm fp32 >= 90% of torch.matmul fp32 at 4096
 
 
+# m2.09's shape list (bench_gemm_shapes.cu): the square the course is tuned on, an LLM's MLP
+# projection, a long K, batches of 128 and 16, a small square, a large non-square, odd sizes.
+SHAPES = ("4096x4096x4096", "4096x11008x4096", "1024x1024x8192", "128x4096x4096", "16x4096x4096",
+          "512x512x512", "3000x5000x2000", "4093x4099x4097")
+
+
+def parse_shape(text):
+    m, n, k = (int(v) for v in text.lower().split("x"))
+    return m, n, k
+
+
 def parse_args():
     parser = benchmarking.argument_parser(__doc__, iterations=20, warmup=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192],
                         help="square GEMM sizes n (default 1024 2048 4096 8192)")
+    parser.add_argument("--shapes", nargs="*", default=list(SHAPES), metavar="MxNxK",
+                        help="the shapes_* rows' shapes (default: m2.09's list, " + " ".join(SHAPES) + ")")
     parser.add_argument("--overhead-size", type=int, default=64, help="n of the per-call rows (default 64)")
     parser.add_argument("--calls", type=int, default=1000, help="calls per timed loop of the per-call rows")
     return parser.parse_args()
@@ -116,6 +134,36 @@ def bench_gemm_size(rows, timer, modules, n, family, dtype, label):
                              TFLOPS=tflops(n), label=label + ", out=")
 
 
+def bench_shape(rows, timer, modules, m, n, k, family, dtype, label):
+    """The rows of one M x N x K shape and precision (the shapes_* table)."""
+    generator = torch.Generator(device="cuda").manual_seed(testing.SEED + m + 7 * n + 13 * k)
+    a = (torch.rand(m, k, device="cuda", generator=generator) * 2 - 1).to(dtype)
+    b = (torch.rand(k, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
+    check = checker(torch.matmul(a.double(), b.double()), dtype, k)
+    size = f"M:{m}/N:{n}/K:{k}"
+    rate = lambda ms: 2.0 * m * n * k / (ms * 1e-3) / 1e12  # noqa: E731
+    torch_label = "fp32, TF32 off" if dtype == torch.float32 else "fp16 in, fp16 out, fp32 accumulate"
+    benchmarking.measure(rows, timer, f"{family}/torch_matmul/{size}", lambda: torch.matmul(a, b), check,
+                         TFLOPS=rate, label=torch_label)
+    out = torch.empty(m, n, device="cuda")
+    for impl, module in modules.items():
+        name = f"{family}/{impl}/{size}"
+        if module is None:
+            rows.append({"name": name, "error": f"the {impl} extension did not load"})
+            continue
+        benchmarking.measure(rows, timer, name, lambda: module.optimized_gemm(a, b, out=out), check,
+                             TFLOPS=rate, label=label + ", out=")
+
+
+def bench_shapes(rows, args, timer, modules):
+    for text in args.shapes:
+        m, n, k = parse_shape(text)
+        for family, dtype, label in (("shapes_fp32", torch.float32, "fp32 in, fp32 out"),
+                                     ("shapes_fp16", torch.float16, "fp16 in, fp32 accumulate, fp32 out")):
+            bench_shape(rows, timer, modules, m, n, k, family, dtype, label)
+            torch.cuda.empty_cache()
+
+
 def bench_gemm(rows, args, timer, modules):
     for n in args.sizes:
         for family, dtype, label in (("gemm_fp32", torch.float32, "fp32 in, fp32 out"),
@@ -163,29 +211,35 @@ def bench_overhead(rows, args, modules):
                              lambda _: check(launcher_out), **per_call)
 
 
+def split_name(name):
+    """(family, implementation, size) of a row name; a shape's size is M:../N:../K:.."""
+    family, impl, size = name.split("/", 2)
+    return family, impl, size
+
+
 def print_table(rows, facts, args):
     flush = "L2 flushed" if not args.no_flush_l2 else "L2 not flushed"
     print(f"{facts['gpu']} ({facts['sm_count']} SMs), torch {facts['torch']}, CUDA {facts['cuda_runtime']}; "
           f"median of {args.iterations} runs after {args.warmup} warm-up runs, {flush} (GEMM rows)")
     baselines = {}
     for row in rows:
-        family, impl, size = row["name"].split("/")[:3]
+        family, impl, size = split_name(row["name"])
         if impl in ("torch_matmul", "torch_mm") and "ms" in row:
             baselines[(family, size)] = row["ms"]
-    print(f"{'row':<44} {'time (us)':>11} {'TFLOP/s':>8} {'us/call':>8}  vs PyTorch")
+    print(f"{'row':<58} {'time (us)':>11} {'TFLOP/s':>8} {'us/call':>8}  vs PyTorch")
     for row in rows:
         if "error" in row:
-            print(f"{row['name']:<44} {benchmarking.describe_error(row)}")
+            print(f"{row['name']:<58} {benchmarking.describe_error(row)}")
             continue
-        family, impl, size = row["name"].split("/")[:3]
+        family, impl, size = split_name(row["name"])
         baseline = baselines.get((family, size))
         ratio = f"{baseline / row['ms']:.2f}x the speed" if baseline else ""
         rate = f"{row['TFLOPS']:.1f}" if "TFLOPS" in row else "-"
         call = f"{row['us_per_call']:.2f}" if "us_per_call" in row else "-"
-        print(f"{row['name']:<44} {row['ms'] * 1e3:>11.1f} {rate:>8} {call:>8}  {ratio}  [{row.get('label', 'fp32')}]")
+        print(f"{row['name']:<58} {row['ms'] * 1e3:>11.1f} {rate:>8} {call:>8}  {ratio}  [{row.get('label', 'fp32')}]")
     verdicts = []
     for row in rows:
-        family, impl, size = row["name"].split("/")[:3]
+        family, impl, size = split_name(row["name"])
         if family == "gemm_fp32" and size == "n:4096" and impl not in ("torch_matmul",) and "ms" in row:
             baseline = baselines.get((family, size))
             if baseline:
@@ -210,6 +264,7 @@ def main():
     rows = []
     modules = {impl: load(impl, rows, [f"load/{impl}/extension"]) for impl in impls}
     bench_gemm(rows, args, timer, modules)
+    bench_shapes(rows, args, timer, modules)
     bench_overhead(rows, args, modules)
     print_table(rows, facts, args)
     timing = (f"GEMM rows: {timer.describe()}; overhead rows: a loop of {args.calls} calls "

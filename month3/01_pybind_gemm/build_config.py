@@ -2,11 +2,12 @@
 files (yours and the reference's) read it, so that the tests, the benchmark and the wheel
 compile the same files with the same flags. It imports neither torch nor setuptools.
 
-Which month-2 kernels: your m3.01 is built from YOUR month-2 sources,
-    month2/05_register_tiling/sgemm_2d_register_tile.cu   (m2.05, float32)
-    month2/07_wmma/mma_gemm.cu                            (m2.07, float16)
-so that the module runs the kernels you wrote. If you skipped those exercises (or they do not
-pass their tests yet), build with the reference month-2 sources instead:
+Which month-2 kernels: your m3.01 is built from YOUR m2.09 sources,
+    month2/09_gemm_shapes/gemm_shapes.cu     (the split-K kernels: m2.05's float32 main loop,
+                                              m2.07's float16 one, on ranges of K)
+    month2/09_gemm_shapes/shape_chooser.cu   (the plan for each shape)
+so that the module runs the kernels and the choice you wrote. If you skipped that exercise (or
+it does not pass its tests yet), build with the reference month-2 sources instead:
     COURSE_EARLIER_KERNELS=solution ./course grade m3_01
 The reference m3.01 (solutions/month3/01_pybind_gemm) always uses the reference month 2.
 """
@@ -33,26 +34,26 @@ def month2_impl(impl):
     return earlier_impl(impl)
 
 
-# The month-2 kernel files the module compiles with CUDA, (folder, file): m2.05's SGEMM and
-# m2.07's tensor-core GEMM. tools/check_course.py reads this list: the lesson's "Builds on"
-# line names these exercises.
+# The month-2 kernel files the module compiles with CUDA, (folder, file): m2.09's GEMMs for
+# every shape (float32 on m2.05's main loop, float16 on m2.07's) and its shape chooser.
+# tools/check_course.py reads this list: the lesson's "Builds on" line names these exercises.
 EARLIER_SOURCES = (
-    ("month2/05_register_tiling", "sgemm_2d_register_tile.cu"),
-    ("month2/07_wmma", "mma_gemm.cu"),
+    ("month2/09_gemm_shapes", "gemm_shapes.cu"),
+    ("month2/09_gemm_shapes", "shape_chooser.cu"),
 )
 
 
 def month2_sources(month2):
-    """The two month-2 kernel files, yours (month2/...) or the reference (solutions/month2/...)."""
+    """The month-2 kernel files, yours (month2/...) or the reference (solutions/month2/...)."""
     base = ROOT / "solutions" if month2 == "solution" else ROOT
     return [base / folder / name for folder, name in EARLIER_SOURCES]
 
 
 def include_dirs():
-    """pybind_gemm.h, the month-2 interfaces (register_tiling.h, wmma_gemm.h and the given
-    headers of m2.05 and m2.07, which live in the exercise folders only) and common/include."""
-    return [HERE, ROOT / "month2" / "05_register_tiling", ROOT / "month2" / "07_wmma",
-            ROOT / "common" / "include"]
+    """pybind_gemm.h, m2.09's interface and given headers (gemm_shapes.h, gemm_shapes_given.cuh,
+    the split-K kernels; they live in the exercise folder only), month2 itself (m2.09 includes
+    m2.07's main loop as "07_wmma/mma_gemm_pipeline.h") and common/include."""
+    return [HERE, ROOT / "month2" / "09_gemm_shapes", ROOT / "month2", ROOT / "common" / "include"]
 
 
 def runtime_sources():

@@ -28,8 +28,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_fp16.h>
 
-#include "register_tiling.h"  // m2.05: course::impl::sgemm_2d_register_tile
-#include "wmma_gemm.h"        // m2.07: course::impl::mma_gemm
+#include "gemm_shapes.h"  // m2.09: choose_gemm_plan, sgemm_planned, hgemm_planned
 #endif
 
 namespace py = pybind11;
@@ -72,12 +71,20 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   //   4. the result: *out when out.has_value(), else a new float32 [M, N] tensor on a's device:
   //      at::empty({M, N}, a.options().dtype(at::kFloat));
   //   5. the stream: const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  //   6. float32 inputs: course::impl::sgemm_2d_register_tile(M, N, K, alpha, A, B, beta, C,
-  //   stream)
-  //      with A = a.data_ptr<float>(), ..., beta = 0.0f (C is only written), C =
-  //      c.data_ptr<float>(); float16 inputs: course::impl::mma_gemm with the same arguments, A and
-  //      B as reinterpret_cast<const __half*>(a.data_ptr<at::Half>()) (the same 16 bits);
-  //   7. return the result.
+  //   6. the plan for this shape (m2.09): precision gemm_shapes::Precision::fp32 or ::fp16 by
+  //      the dtype, multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount,
+  //      plan = course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors,
+  //      kMaxWorkspaceFloats);
+  //   7. its workspace from PyTorch's caching allocator, on this stream:
+  //      floats = gemm_shapes::workspace_floats(plan, M, N) (0 when the plan does not split K);
+  //      at::empty({floats}, a.options().dtype(at::kFloat)), its data_ptr<float>() (nullptr
+  //      when floats == 0);
+  //   8. float32 inputs: course::impl::sgemm_planned(plan, M, N, K, alpha, A, B, beta, C,
+  //      workspace, floats, stream) with A = a.data_ptr<float>(), ..., beta = 0.0f (C is only
+  //      written), C = c.data_ptr<float>(); float16 inputs: course::impl::hgemm_planned with the
+  //      same arguments, A and B as reinterpret_cast<const __half*>(a.data_ptr<at::Half>())
+  //      (the same 16 bits);
+  //   9. return the result.
   // The placeholder below returns a tensor nothing has written.
   (void)b_in, (void)alpha;
   return out.has_value()
@@ -138,13 +145,15 @@ void launcher_loop(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, std:
   const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)),
             N = static_cast<int>(b.size(1));
   for (std::int64_t i = 0; i < calls; ++i) {
+    // m2.09's own launchers: the chooser's plan and, when it splits K, the process's own
+    // workspace (one stream here, so nothing shares it).
     if (a.scalar_type() == at::kFloat) {
-      course::impl::sgemm_2d_register_tile(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(),
-                                           0.0f, c.data_ptr<float>(), stream);
+      course::impl::sgemm_shapes(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(), 0.0f,
+                                 c.data_ptr<float>(), stream);
     } else {
-      course::impl::mma_gemm(M, N, K, 1.0f, reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
-                             reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
-                             c.data_ptr<float>(), stream);
+      course::impl::hgemm_shapes(M, N, K, 1.0f, reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
+                                 reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
+                                 c.data_ptr<float>(), stream);
     }
   }
 #else

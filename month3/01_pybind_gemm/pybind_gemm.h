@@ -37,6 +37,11 @@ namespace course::m3_01 {
 // The largest size the month-2 launchers take: they index with int (course/gemm.h).
 constexpr std::int64_t kMaxElements = std::numeric_limits<int>::max();
 
+// The most workspace (float32 partial products of split-K, m2.09) one call may take from
+// PyTorch's caching allocator: 64 MiB, as much as m2.09's own launchers keep. The shape
+// chooser never plans more splits than fit.
+constexpr std::size_t kMaxWorkspaceFloats = std::size_t{16} << 20;
+
 // "float32", "float16", "float64", ...: a dtype as Python spells it (torch.float32), for
 // error messages that a PyTorch user reads. Other types keep PyTorch's C++ name.
 inline std::string dtype_string(const at::Tensor& t) {

@@ -44,10 +44,11 @@ HINT_BIND = (f"look at TODO(m3.01a) in {CPP}: m.def(\"optimized_gemm\", ...) in 
              "with py::arg names, py::kw_only(), the defaults and py::call_guard<py::gil_scoped_release>()")
 HINT_CHECKS = f"look at TODO(m3.01b) in {CPP} (the TORCH_CHECKs of check_gemm_inputs)"
 HINT_LAUNCH = (f"look at TODO(m3.01c) in {CPP}: launch_gemm (device guard, contiguous inputs, the "
-               "result or out, at::cuda::getCurrentCUDAStream(), the month-2 launcher for the dtype)")
+               "result or out, at::cuda::getCurrentCUDAStream(), m2.09's plan and its workspace, the "
+               "planned launcher for the dtype)")
 if MONTH2 == "exercise":
-    HINT_LAUNCH += (". It runs YOUR month-2 kernels (month2/05_register_tiling, month2/07_wmma): if "
-                    "./course grade m2_05 or m2_07 fails, fix them first, or set "
+    HINT_LAUNCH += (". It runs YOUR m2.09 kernels and chooser (month2/09_gemm_shapes): if "
+                    "./course grade m2_09 fails, fix it first, or set "
                     f"{paths.EARLIER_KERNELS_SETTING}=solution to use the reference ones")
 HINT_OP = (f"look at TODO(m3.01d) in {CPP}: m.def of the schema in COURSE_TORCH_LIBRARY and "
            "m.impl(\"gemm\", &gemm_op) in COURSE_TORCH_LIBRARY_IMPL(CUDA, m)")
@@ -452,6 +453,34 @@ class GemmCudaTest(CudaTestCase):
     def test_random_shapes(self):
         for dtype in (torch.float32, torch.float16):
             self.check_shapes(dtype, random_shapes(6, SEED + 1200), SEED + 1300)
+
+    def test_shapes_off_the_square(self):
+        # The shapes m2.09's chooser plans differently (README.md, "Every shape"): a batch of
+        # 16 (the skinny tile, K split), M = 128 with a long K (split-K on the square tile),
+        # and odd sizes on both. A wrong plan, workspace or launcher gets these wrong.
+        shapes = [(16, 1024, 4096), (128, 640, 6000), (64, 333, 2049), (17, 4099, 1030)]
+        for dtype in (torch.float32, torch.float16):
+            self.check_shapes(dtype, shapes, SEED + 1450)
+
+    def test_two_streams_at_once(self):
+        # Two split-K GEMMs that run at the same time on two streams: each must have its own
+        # workspace (PyTorch's caching allocator gives each stream its own blocks). A
+        # workspace shared by both would mix their partial products.
+        gemm = optimized_gemm()
+        for dtype in (torch.float32, torch.float16):
+            with self.subTest(dtype=dtype):
+                inputs = [gemm_inputs(64, 1024, 8192, SEED + 1470 + i, dtype, "cuda") for i in range(2)]
+                torch.cuda.synchronize()
+                streams = [torch.cuda.Stream() for _ in inputs]
+                results = []
+                for stream, (a, b) in zip(streams, inputs):
+                    with torch.cuda.stream(stream):
+                        torch.cuda._sleep(20_000_000)  # both streams wait, then both GEMMs run
+                        results.append(gemm(a, b))
+                torch.cuda.synchronize()
+                for i, (c, (a, b)) in enumerate(zip(results, inputs)):
+                    assert_gemm_close(c, a, b, 1.0, f"optimized_gemm on stream {i} of two ({dtype})",
+                                      HINT_LAUNCH + " (the workspace: at::empty on the current stream)")
 
     def test_alpha(self):
         for dtype in (torch.float32, torch.float16):

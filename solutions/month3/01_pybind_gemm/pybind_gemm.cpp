@@ -9,8 +9,10 @@
 //   - a dispatcher operator (TORCH_LIBRARY): torch.ops.<namespace>.gemm(a, b, alpha), which
 //     torch.compile can trace and torch.library.opcheck can test: the PyTorch integration.
 // Both call the same gemm() below, which checks its inputs and launches your month-2
-// kernels on PyTorch's current stream: float32 -> m2.05's sgemm_2d_register_tile,
-// float16 -> m2.07's mma_gemm (tensor cores). Read README.md first.
+// kernels on PyTorch's current stream: m2.09's shape chooser picks the plan for the shape
+// (block tile, splits of K), and m2.09's planned launchers run it, float32 on m2.05's main
+// loop and float16 on m2.07's tensor cores, with the split-K workspace taken from PyTorch's
+// caching allocator. Read README.md first.
 #include <ATen/MemoryOverlap.h>
 #include <torch/extension.h>
 
@@ -25,8 +27,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_fp16.h>
 
-#include "register_tiling.h"  // m2.05: course::impl::sgemm_2d_register_tile
-#include "wmma_gemm.h"        // m2.07: course::impl::mma_gemm
+#include "gemm_shapes.h"  // m2.09: choose_gemm_plan, sgemm_planned, hgemm_planned
 #endif
 
 namespace py = pybind11;
@@ -120,17 +121,34 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   // PyTorch's current stream on this device: whatever produced a and b was queued there,
   // and whatever reads c will be.
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  // The plan for this shape: which block tile and how many splits of K (m2.09's chooser,
+  // from the GPU's multiprocessor count). A plan with splits > 1 needs a float32 workspace of
+  // splits x M x N for the partial products: it comes from PyTorch's caching allocator on
+  // this stream, like c (no cudaMalloc per call, and two calls on two streams never share
+  // one). kMaxWorkspaceFloats bounds what the chooser may ask for.
+  const bool fp32 = a.scalar_type() == at::kFloat;
+  const gemm_shapes::Precision precision =
+      fp32 ? gemm_shapes::Precision::fp32 : gemm_shapes::Precision::fp16;
+  const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const gemm_shapes::GemmPlan plan =
+      course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors, kMaxWorkspaceFloats);
+  const std::size_t workspace_floats = gemm_shapes::workspace_floats(plan, M, N);
+  const at::Tensor workspace =
+      at::empty({static_cast<std::int64_t>(workspace_floats)}, a.options().dtype(at::kFloat));
+  float* const w = workspace_floats == 0 ? nullptr : workspace.data_ptr<float>();
   // beta = 0: C is only written, never read (its old values, or NaN, do not matter). The
   // launchers handle any M, N, K >= 0 (K = 0 writes zeros) and check their own launch,
   // throwing course::CudaError, which Python sees as a RuntimeError.
-  if (a.scalar_type() == at::kFloat) {
-    course::impl::sgemm_2d_register_tile(M, N, K, static_cast<float>(alpha), a.data_ptr<float>(),
-                                         b.data_ptr<float>(), 0.0f, c.data_ptr<float>(), stream);
+  if (fp32) {
+    course::impl::sgemm_planned(plan, M, N, K, static_cast<float>(alpha), a.data_ptr<float>(),
+                                b.data_ptr<float>(), 0.0f, c.data_ptr<float>(), w,
+                                workspace_floats, stream);
   } else {
     // at::Half and __half are the same 16 bits: reinterpret the pointers.
-    course::impl::mma_gemm(
-        M, N, K, static_cast<float>(alpha), reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
-        reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f, c.data_ptr<float>(), stream);
+    course::impl::hgemm_planned(plan, M, N, K, static_cast<float>(alpha),
+                                reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
+                                reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
+                                c.data_ptr<float>(), w, workspace_floats, stream);
   }
   return c;
 }
@@ -188,13 +206,15 @@ void launcher_loop(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, std:
   const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)),
             N = static_cast<int>(b.size(1));
   for (std::int64_t i = 0; i < calls; ++i) {
+    // m2.09's own launchers: the chooser's plan and, when it splits K, the process's own
+    // workspace (one stream here, so nothing shares it).
     if (a.scalar_type() == at::kFloat) {
-      course::impl::sgemm_2d_register_tile(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(),
-                                           0.0f, c.data_ptr<float>(), stream);
+      course::impl::sgemm_shapes(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(), 0.0f,
+                                 c.data_ptr<float>(), stream);
     } else {
-      course::impl::mma_gemm(M, N, K, 1.0f, reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
-                             reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
-                             c.data_ptr<float>(), stream);
+      course::impl::hgemm_shapes(M, N, K, 1.0f, reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
+                                 reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
+                                 c.data_ptr<float>(), stream);
     }
   }
 #else
