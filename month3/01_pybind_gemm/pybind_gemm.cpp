@@ -151,7 +151,8 @@ void launcher_loop(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, std:
       course::impl::sgemm_shapes(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(), 0.0f,
                                  c.data_ptr<float>(), stream);
     } else {
-      course::impl::hgemm_shapes(M, N, K, 1.0f, reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
+      course::impl::hgemm_shapes(M, N, K, 1.0f,
+                                 reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
                                  reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
                                  c.data_ptr<float>(), stream);
     }

@@ -5,11 +5,11 @@
 
 #include <ATen/ATen.h>
 
+#include <torch/library.h>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <torch/library.h>
 
 #include "course/torch_text.h"  // shape_string: shapes in error messages
 

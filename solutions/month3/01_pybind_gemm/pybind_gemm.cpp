@@ -141,8 +141,8 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   // throwing course::CudaError, which Python sees as a RuntimeError.
   if (fp32) {
     course::impl::sgemm_planned(plan, M, N, K, static_cast<float>(alpha), a.data_ptr<float>(),
-                                b.data_ptr<float>(), 0.0f, c.data_ptr<float>(), w,
-                                workspace_floats, stream);
+                                b.data_ptr<float>(), 0.0f, c.data_ptr<float>(), w, workspace_floats,
+                                stream);
   } else {
     // at::Half and __half are the same 16 bits: reinterpret the pointers.
     course::impl::hgemm_planned(plan, M, N, K, static_cast<float>(alpha),
@@ -212,7 +212,8 @@ void launcher_loop(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, std:
       course::impl::sgemm_shapes(M, N, K, 1.0f, a.data_ptr<float>(), b.data_ptr<float>(), 0.0f,
                                  c.data_ptr<float>(), stream);
     } else {
-      course::impl::hgemm_shapes(M, N, K, 1.0f, reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
+      course::impl::hgemm_shapes(M, N, K, 1.0f,
+                                 reinterpret_cast<const __half*>(a.data_ptr<at::Half>()),
                                  reinterpret_cast<const __half*>(b.data_ptr<at::Half>()), 0.0f,
                                  c.data_ptr<float>(), stream);
     }
