@@ -12,12 +12,17 @@
 //                    float64: one thread per output over forward_at (conv_backward.h).
 //   grad-input       conv2d_grad_input_gather: the GATHER kernel, one thread per dx element
 //                    over grad_input_at (your task m3.06a); deterministic, no atomics, any
-//                    stride. conv2d_grad_input: float32, float16 and bfloat16 by STRIDE PHASES
-//                    (conv_split.h): for each of the stride_h x stride_w phases of dx, a
-//                    stride-1 forward through the forward table on dy with the phase's taps,
-//                    flipped and transposed (float16 and bfloat16 on m3.05's tensor cores),
-//                    its rows written into the phase's strided places of dx: each dx element
-//                    once, no atomics. For stride 1 the one phase is dx itself (README.md).
+//                    stride. conv2d_grad_input: float16, bfloat16, and float32 with C >= 16
+//                    input channels by STRIDE PHASES (conv_split.h): for each of the
+//                    stride_h x stride_w phases of dx, a stride-1 forward through the forward
+//                    table on dy with the phase's taps, flipped and transposed (float16 and
+//                    bfloat16 on m3.05's tensor cores), its rows written into the phase's
+//                    strided places of dx: each dx element once, no atomics. For stride 1 the
+//                    one phase is dx itself (README.md). float32 with C < 16 (an RGB stem, whose
+//                    phase GEMMs would be C = 3 rows in tiles of 32 or more) by COLUMNS
+//                    (conv_grad_input_cols.h): per chunk of images a cuBLAS GEMM in true
+//                    float32, dX_col = dy^T * W, then a col2im GATHER, one thread per dx
+//                    element summing its own entries in a fixed order.
 //                    float64: the forward table for stride 1 (padding <= dilation * (R - 1)),
 //                    the gather otherwise, so that gradcheck grades the gather.
 //   grad-weight      conv2d_grad_weight_direct: one block per dw element, the block's
@@ -35,6 +40,11 @@
 // and rounded once: correct, not fast (a tensor-core wgrad is a next step, README.md).
 // A batch whose tensors reach 2^31 elements runs as slices of whole images (conv_split.h);
 // dw and db add the slices' partial sums in slice order.
+// Tuning and test knobs, environment variables read at every call (conv_split.h, where a
+// malformed value is an error naming the variable): COURSE_CONV_MAX_ELEMENTS lowers the slice
+// limit; COURSE_CONV_IM2COL_BUDGET_BYTES, COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES and
+// COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES set the bytes of the forward's X_col, grad-weight's
+// X_col and grad-input's dX_col (how many images one GEMM takes).
 // Every launch runs on PyTorch's current stream and is checked (C10_CUDA_KERNEL_LAUNCH_CHECK).
 #pragma once
 

@@ -916,8 +916,9 @@ def strided_cases():
 
 
 def check_strided_grad_input(test, c, dtype, seed):
-    """conv2d_grad_input (the phases) against torch.nn.grad.conv2d_input in float64, dx
-    allocated over NaN-poisoned memory so that an element no phase writes fails."""
+    """conv2d_grad_input (the phases; float32 with C < 16 the columns) against
+    torch.nn.grad.conv2d_input in float64, dx allocated over NaN-poisoned memory so that an
+    element no phase writes fails."""
     x, w, _ = make_inputs(c, seed, dtype, "cuda", bias=False)
     y = reference_forward(c, x, w, None)
     dy = dy_for(y, seed + 3)
@@ -929,13 +930,13 @@ def check_strided_grad_input(test, c, dtype, seed):
     test.assertEqual(tuple(actual.shape), tuple(x.shape), HINT_PHASES)
     rtol, atol = tolerance(dtype, c.k * c.r * c.s)
     testing.assert_close(actual, expected, rtol=rtol, atol=atol,
-                         what=f"conv2d_grad_input (stride phases) {c.name} {dtype} vs torch.nn.grad.conv2d_input",
+                         what=f"conv2d_grad_input (stride phases or columns) {c.name} {dtype} vs torch.nn.grad.conv2d_input",
                          hint=HINT_PHASES)
 
 
 class StridedGradInputCudaTest(_CudaBase):
-    """conv2d_grad_input by stride phases, float32 and float16 (Bfloat16StridedGradInputCudaTest:
-    bfloat16), against float64 references."""
+    """conv2d_grad_input by stride phases (float32 by columns where C < 16), float32 and float16
+    (Bfloat16StridedGradInputCudaTest: bfloat16), against float64 references."""
 
     DTYPES = (torch.float32, torch.float16)
 
