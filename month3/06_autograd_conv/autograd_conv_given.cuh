@@ -76,7 +76,7 @@
 #include "im2col_gemm.h"  // m3.04: conv2d_im2col_gemm (yours or the reference, load_extension.py)
 #include "implicit_gemm.h"  // m3.05: conv2d_implicit_gemm_fp16 / _bf16 (the same)
 #include "conv_split.h"  // grad-input by stride phases, the batch in slices, the budgets
-#include "conv_grad_input_cols.h"  // float32 grad-input for few input channels: GEMM + col2im
+#include "conv_grad_input_cols.h"  // float32 grad-input, few input channels: GEMM + col2im
 #include "course/requirements.h"  // compute_capability_shortfall: bfloat16 on m3.05
 
 namespace course {
@@ -634,21 +634,22 @@ at::Tensor grad_input_by_columns(const char* op, const ConvShape& s, const at::T
   cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
   const CublasMathModeGuard math_mode(op, handle, CUBLAS_DEFAULT_MATH);
   const float one = 1.0f, zero = 0.0f;
-  for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int slice_n0, int slice_images) {
-    for (int n0 = slice_n0; n0 < slice_n0 + slice_images; n0 += chunk) {
-      const int images = std::min(chunk, slice_n0 + slice_images - n0);
+  for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int first, int count) {
+    for (int n0 = first; n0 < first + count; n0 += chunk) {
+      const int images = std::min(chunk, first + count - n0);
       const cublasStatus_t status = cublasSgemmStridedBatched(
           handle, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(pixels), static_cast<int>(crs), s.K,
           &one, dy.data_ptr<float>() + n0 * dy_per_image, static_cast<int>(pixels), dy_per_image,
           w.data_ptr<float>(), static_cast<int>(crs), 0, &zero, columns.data_ptr<float>(),
           static_cast<int>(pixels), crs * pixels, images);
-      TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op, ": the cuBLAS GEMM of dX_col failed with status ",
+      TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op,
+                  ": the cuBLAS GEMM of dX_col failed with status ",
                   std::to_string(static_cast<int>(status)));
       const ConvShape chunk_shape = batch_slice(s, images);
       col2im_gather_kernel<<<blocks_for(op, chunk_shape.input_elements(), kCol2imThreads),
-                             kCol2imThreads, 0, stream>>>(chunk_shape, along_h, along_w,
-                                                          columns.data_ptr<float>(),
-                                                          dx.data_ptr<float>() + n0 * dx_per_image);
+                             kCol2imThreads, 0, stream>>>(
+          chunk_shape, along_h, along_w, columns.data_ptr<float>(),
+          dx.data_ptr<float>() + n0 * dx_per_image);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   });

@@ -44,9 +44,9 @@ namespace course {
 
 // One axis of the convolution as the gather sees it.
 struct ColumnAxis {
-  int size = 1;      // the input's H (or W)
-  int out = 1;       // the output's P (or Q)
-  int filter = 1;    // R (or S)
+  int size = 1;    // the input's H (or W)
+  int out = 1;     // the output's P (or Q)
+  int filter = 1;  // R (or S)
   int stride = 1, pad = 0, dilation = 1;
   int gcd = 1;       // gcd(stride, dilation)
   int tap_step = 1;  // stride / gcd: the taps that reach one input index are this far apart
@@ -133,8 +133,8 @@ inline bool grad_input_by_columns_fits(const ConvShape& s) {
 // least one, at most N.
 inline int grad_input_column_chunk(const ConvShape& s, std::int64_t budget_bytes) {
   const std::int64_t per_image = std::max<std::int64_t>(1, grad_input_column_bytes_per_image(s));
-  return static_cast<int>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(std::max(s.N, 1), budget_bytes / per_image)));
+  return static_cast<int>(std::max<std::int64_t>(
+      1, std::min<std::int64_t>(std::max(s.N, 1), budget_bytes / per_image)));
 }
 
 constexpr int kCol2imThreads = 256;
