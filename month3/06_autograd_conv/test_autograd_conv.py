@@ -930,7 +930,8 @@ def check_strided_grad_input(test, c, dtype, seed):
     test.assertEqual(tuple(actual.shape), tuple(x.shape), HINT_PHASES)
     rtol, atol = tolerance(dtype, c.k * c.r * c.s)
     testing.assert_close(actual, expected, rtol=rtol, atol=atol,
-                         what=f"conv2d_grad_input (stride phases or columns) {c.name} {dtype} vs torch.nn.grad.conv2d_input",
+                         what=f"conv2d_grad_input (stride phases or columns) {c.name} {dtype} "
+                              "vs torch.nn.grad.conv2d_input",
                          hint=HINT_PHASES)
 
 
