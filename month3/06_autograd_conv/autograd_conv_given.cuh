@@ -617,7 +617,8 @@ at::Tensor grad_input_by_phases(const char* op, const ConvShape& s, const at::Te
 //   2. col2im_gather_kernel: each dx element the sum of its own entries, in a fixed order.
 // dX_col is a workspace from PyTorch's caching allocator, one chunk's worth, reused by the
 // chunks in stream order. The batch slices (for_each_batch_slice) bound dy and dx; dX_col
-// is indexed with 64 bits and holds at most one image over the budget (kColumnsMaxImageBytes).
+// is indexed with 64 bits, and where one image's alone is over the budget it holds one image
+// (at most kColumnsMaxImageBytes: grad_input_by_columns_fits).
 at::Tensor grad_input_by_columns(const char* op, const ConvShape& s, const at::Tensor& grad_output,
                                  const at::Tensor& weight) {
   at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, grad_output.options());
