@@ -13,7 +13,7 @@
 // is every product w[k][c][r][t] * dy[n][k][p][q] summed over k: column (p, q) holds what
 // output pixel (p, q) sends back to each of its C R S input taps. That GEMM has a wide output
 // (C R S = 147 rows for a 3-channel 7 x 7 filter, P Q columns) and K to reduce: cuBLAS's
-// shape. Then col2im adds, for each dx element, the few columns entries that reach it:
+// shape. Then col2im adds, for each dx element, the few dX_col entries that reach it:
 //   dx[n][c][h][w] = sum over taps (r, t) and outputs (p, q) with
 //                    p * stride_h + r * dilation_h - pad_h = h  (and alike for t, q)
 //                    of dX_col_n[(c R + r) S + t][p Q + q].
