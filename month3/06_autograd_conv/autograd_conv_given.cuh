@@ -12,12 +12,17 @@
 //                    float64: one thread per output over forward_at (conv_backward.h).
 //   grad-input       conv2d_grad_input_gather: the GATHER kernel, one thread per dx element
 //                    over grad_input_at (your task m3.06a); deterministic, no atomics, any
-//                    stride. conv2d_grad_input: float32, float16 and bfloat16 by STRIDE PHASES
-//                    (conv_split.h): for each of the stride_h x stride_w phases of dx, a
-//                    stride-1 forward through the forward table on dy with the phase's taps,
-//                    flipped and transposed (float16 and bfloat16 on m3.05's tensor cores),
-//                    its rows written into the phase's strided places of dx: each dx element
-//                    once, no atomics. For stride 1 the one phase is dx itself (README.md).
+//                    stride. conv2d_grad_input: float16, bfloat16, and float32 with C >= 16
+//                    input channels by STRIDE PHASES (conv_split.h): for each of the
+//                    stride_h x stride_w phases of dx, a stride-1 forward through the forward
+//                    table on dy with the phase's taps, flipped and transposed (float16 and
+//                    bfloat16 on m3.05's tensor cores), its rows written into the phase's
+//                    strided places of dx: each dx element once, no atomics. For stride 1 the
+//                    one phase is dx itself (README.md). float32 with C < 16 (an RGB stem, whose
+//                    phase GEMMs would be C = 3 rows in tiles of 32 or more) by COLUMNS
+//                    (conv_grad_input_cols.h): per chunk of images a cuBLAS GEMM in true
+//                    float32, dX_col = dy^T * W, then a col2im GATHER, one thread per dx
+//                    element summing its own entries in a fixed order.
 //                    float64: the forward table for stride 1 (padding <= dilation * (R - 1)),
 //                    the gather otherwise, so that gradcheck grades the gather.
 //   grad-weight      conv2d_grad_weight_direct: one block per dw element, the block's
@@ -35,6 +40,11 @@
 // and rounded once: correct, not fast (a tensor-core wgrad is a next step, README.md).
 // A batch whose tensors reach 2^31 elements runs as slices of whole images (conv_split.h);
 // dw and db add the slices' partial sums in slice order.
+// Tuning and test knobs, environment variables read at every call (conv_split.h, where a
+// malformed value is an error naming the variable): COURSE_CONV_MAX_ELEMENTS lowers the slice
+// limit; COURSE_CONV_IM2COL_BUDGET_BYTES, COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES and
+// COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES set the bytes of the forward's X_col, grad-weight's
+// X_col and grad-input's dX_col (how many images one GEMM takes).
 // Every launch runs on PyTorch's current stream and is checked (C10_CUDA_KERNEL_LAUNCH_CHECK).
 #pragma once
 
@@ -65,7 +75,8 @@
 #include "direct_conv.h"  // m3.03: conv2d_direct_tiled (yours or the reference, load_extension.py)
 #include "im2col_gemm.h"  // m3.04: conv2d_im2col_gemm (yours or the reference, load_extension.py)
 #include "implicit_gemm.h"  // m3.05: conv2d_implicit_gemm_fp16 / _bf16 (the same)
-#include "conv_split.h"  // grad-input by stride phases, the batch in slices
+#include "conv_split.h"  // grad-input by stride phases, the batch in slices, the budgets
+#include "conv_grad_input_cols.h"  // float32 grad-input, few input channels: GEMM + col2im
 #include "course/requirements.h"  // compute_capability_shortfall: bfloat16 on m3.05
 
 namespace course {
@@ -319,17 +330,19 @@ void run_m3_03_tiled(const ConvShape& s, const at::Tensor& x, const at::Tensor& 
 
 // m3.04 with cuBLAS. Its workspace (X_col) comes from PyTorch's caching allocator on the
 // op's stream: no cudaMalloc per call, and the next op reuses the memory once this one is
-// queued. The whole batch goes in one pass where that fits kIm2colWorkspaceBudgetBytes,
-// else as many images per pass as fit; a layer whose one image does not fit goes to m3.03.
+// queued. The whole batch goes in one pass where that fits the budget (1 GiB,
+// kIm2colWorkspaceBudgetBytes, or COURSE_CONV_IM2COL_BUDGET_BYTES: conv_split.h), else as
+// many images per pass as fit; a layer whose one image does not fit goes to m3.03.
+std::size_t im2col_workspace_budget();  // below, with the other budgets
 bool fits_m3_04(const ConvShape& s, at::ScalarType dtype) {
   return dtype == at::kFloat && impl::conv2d_im2col_min_workspace_bytes(s, Im2colGemm::cublas) <=
-                                    kIm2colWorkspaceBudgetBytes;
+                                    im2col_workspace_budget();
 }
 
 void run_m3_04_cublas(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
                       const at::Tensor* bias, at::Tensor& y, cudaStream_t stream) {
   const std::size_t bytes = std::min(impl::conv2d_im2col_workspace_bytes(s, Im2colGemm::cublas),
-                                     kIm2colWorkspaceBudgetBytes);
+                                     im2col_workspace_budget());
   // at::empty's memory is aligned to far more than the 16 bytes m3.04 asks for.
   const at::Tensor workspace =
       at::empty({static_cast<std::int64_t>(bytes)}, x.options().dtype(at::kByte));
@@ -415,6 +428,24 @@ int batch_chunk(const char* op, int N, std::int64_t elements_per_image) {
   }
   return 0;  // not reached
 }
+
+// The workspace budgets (conv_split.h, part 3), a malformed environment variable reported as
+// a RuntimeError naming it.
+template <typename Read>
+std::int64_t read_budget(Read read) {
+  try {
+    return read();
+  } catch (const std::invalid_argument& error) {
+    TORCH_CHECK(false, error.what());
+  }
+  return 0;  // not reached
+}
+std::size_t im2col_workspace_budget() {
+  return static_cast<std::size_t>(read_budget(
+      [] { return im2col_budget_bytes(static_cast<std::int64_t>(kIm2colWorkspaceBudgetBytes)); }));
+}
+std::int64_t wgrad_column_budget() { return read_budget(wgrad_column_budget_bytes); }
+std::int64_t dgrad_column_budget() { return read_budget(dgrad_column_budget_bytes); }
 
 template <typename Body>
 void for_each_batch_slice(const char* op, int N, std::int64_t elements_per_image, Body&& body) {
@@ -574,6 +605,58 @@ at::Tensor grad_input_by_phases(const char* op, const ConvShape& s, const at::Te
   return dx;
 }
 
+// dx by columns (conv_grad_input_cols.h): float32 layers with few input channels, where the
+// phases' GEMMs would be mostly empty tiles. Per chunk of images (as many as fit the dgrad
+// column budget, so that dX_col is still in L2 when the gather reads it):
+//   1. one strided-batched cuBLAS GEMM in true float32 (no TF32, whatever PyTorch's handle
+//      says), per image n:  dX_col_n[P Q x C R S] = dy_n^T[P Q x K] * W[K x C R S].
+//      Column-major, that is C = A * B^T with A = dy_n (NCHW: the column-major [P Q x K]
+//      matrix, ld P Q) and B = W (KCRS: the column-major [C R S x K] matrix, ld C R S); every
+//      image uses the same W (stride 0). dX_col_n lands as the row-major [C R S][P Q] matrix,
+//      each tap's row of P Q outputs contiguous, which the gather reads along q.
+//   2. col2im_gather_kernel: each dx element the sum of its own entries, in a fixed order.
+// dX_col is a workspace from PyTorch's caching allocator, one chunk's worth, reused by the
+// chunks in stream order. The batch slices (for_each_batch_slice) bound dy and dx; dX_col
+// is indexed with 64 bits, and where one image's alone is over the budget it holds one image
+// (at most kColumnsMaxImageBytes: grad_input_by_columns_fits).
+at::Tensor grad_input_by_columns(const char* op, const ConvShape& s, const at::Tensor& grad_output,
+                                 const at::Tensor& weight) {
+  at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, grad_output.options());
+  if (s.N == 0) return dx;
+  const int chunk = grad_input_column_chunk(s, dgrad_column_budget());
+  const at::Tensor dy = grad_output.contiguous();
+  const at::Tensor w = weight.contiguous();
+  const ColumnAxis along_h = plan_column_axis(s.H, s.P(), s.R, s.stride_h, s.pad_h, s.dilation_h);
+  const ColumnAxis along_w = plan_column_axis(s.W, s.Q(), s.S, s.stride_w, s.pad_w, s.dilation_w);
+  const std::int64_t pixels = std::int64_t{s.P()} * s.Q(), crs = s.gemm_k();
+  const std::int64_t dy_per_image = s.K * pixels, dx_per_image = std::int64_t{s.C} * s.H * s.W;
+  at::Tensor columns = at::empty({std::min(chunk, s.N) * crs * pixels}, dy.options());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
+  const CublasMathModeGuard math_mode(op, handle, CUBLAS_DEFAULT_MATH);
+  const float one = 1.0f, zero = 0.0f;
+  for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int first, int count) {
+    for (int n0 = first; n0 < first + count; n0 += chunk) {
+      const int images = std::min(chunk, first + count - n0);
+      const cublasStatus_t status = cublasSgemmStridedBatched(
+          handle, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(pixels), static_cast<int>(crs), s.K,
+          &one, dy.data_ptr<float>() + n0 * dy_per_image, static_cast<int>(pixels), dy_per_image,
+          w.data_ptr<float>(), static_cast<int>(crs), 0, &zero, columns.data_ptr<float>(),
+          static_cast<int>(pixels), crs * pixels, images);
+      TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op,
+                  ": the cuBLAS GEMM of dX_col failed with status ",
+                  std::to_string(static_cast<int>(status)));
+      const ConvShape chunk_shape = batch_slice(s, images);
+      col2im_gather_kernel<<<blocks_for(op, chunk_shape.input_elements(), kCol2imThreads),
+                             kCol2imThreads, 0, stream>>>(
+          chunk_shape, along_h, along_w, columns.data_ptr<float>(),
+          dx.data_ptr<float>() + n0 * dx_per_image);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  });
+  return dx;
+}
+
 // The float64 grad-input keeps its reference paths: the forward table's direct kernel where
 // the transposed convolution is a forward one with padding >= 0 (stride 1, padding <=
 // dilation * (R - 1)), the gather everywhere else, so that gradcheck on the GPU grades
@@ -602,6 +685,9 @@ at::Tensor conv2d_grad_input_cuda(const at::Tensor& grad_output, const at::Tenso
         .to(dtype);
   }
   const c10::cuda::CUDAGuard device_guard(input.device());
+  if (dtype == at::kFloat && grad_input_by_columns_fits(s)) {
+    return grad_input_by_columns(op, s, grad_output, weight);
+  }
   if (dtype == at::kDouble && !float64_grad_input_as_forward(s)) {
     return grad_input_gather(op, s, grad_output.contiguous(), weight.contiguous());
   }
@@ -679,7 +765,7 @@ at::Tensor conv2d_grad_weight_direct_cuda(const at::Tensor& grad_output, const a
 
 // dw (+)= dY * im2col(x)^T for one batch slice s (dy, x contiguous NCHW of s.N >= 1 images):
 // dw[K x CRS] = dY[K x NPQ] * im2col(x)^T[NPQ x CRS], in chunks of images whose im2col
-// matrix holds at most kColumnBudget elements. Row-major dw is the column-major [CRS x K]
+// matrix fits the column budget. Row-major dw is the column-major [CRS x K]
 // matrix, so cuBLAS computes
 //   dw^T[CRS x K] = col[CRS x L] * dYchunk^T[L x K],  col given as its column-major transpose.
 // That GEMM has a small output (CRS x K: 576 x 64 for a 3 x 3, 64-channel layer, a handful of
@@ -693,7 +779,8 @@ template <typename scalar_t>
 cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Tensor& dy,
                                 const at::Tensor& x, at::Tensor& dw, bool accumulate,
                                 cublasHandle_t handle, cudaStream_t stream) {
-  constexpr std::int64_t kColumnBudget = std::int64_t{1} << 26;  // 256 MiB of float32
+  // 256 MiB by default, or COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES (conv_split.h, part 3).
+  const std::int64_t column_budget = wgrad_column_budget() / std::int64_t{sizeof(scalar_t)};
   constexpr std::int64_t kMinSliceColumns = 512;  // shorter slices: more partials than products
   constexpr std::int64_t kOutputTile = 64;        // an estimate of cuBLAS's tile of CRS x K
   const std::int64_t pixels = std::int64_t{s.P()} * s.Q(), crs = s.gemm_k();
@@ -701,7 +788,7 @@ cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Te
   TORCH_CHECK(npq <= std::numeric_limits<int>::max(), op, ": N * P * Q must fit in int, got ",
               std::to_string(npq));
   const int chunk = static_cast<int>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(s.N, kColumnBudget / (crs * pixels))));
+      std::max<std::int64_t>(1, std::min<std::int64_t>(s.N, column_budget / (crs * pixels))));
   // Enough slices for two tiles per SM, none shorter than kMinSliceColumns.
   const std::int64_t tiles =
       ((crs + kOutputTile - 1) / kOutputTile) * ((s.K + kOutputTile - 1) / kOutputTile);

@@ -15,7 +15,9 @@ are set to False), fp16 rows with float16 channels_last tensors (model and input
                                                  grad-bias by the float32 operators
   conv_bwd_parts_fp32/solution/<part>/ResNet_... each backward operator alone (--parts):
                                                  grad_input (the stride phases: each a
-                                                 forward through the kernel table), grad_input_gather, grad_weight
+                                                 forward through the kernel table; float32 with
+                                                 C < 16: a GEMM into columns and a col2im
+                                                 gather), grad_input_gather, grad_weight
                                                  (im2col + cuBLAS), grad_weight_direct, grad_bias
 One forward + backward is y = conv(x); y.backward(dy) with x, weight and bias all requiring
 gradients (the three gradients of a training step). Each row is checked first against

@@ -30,9 +30,25 @@
 //    every image's outputs depend on that image only, and dw and db add the slices'
 //    partial sums in slice order. COURSE_CONV_MAX_ELEMENTS lowers the limit (tests use it to
 //    make small shapes take several slices).
+//
+// 3. Workspace budgets. The float32 paths that build an im2col-style matrix in a workspace
+//    (the forward's X_col, grad-weight's X_col, grad-input's dX_col) put as many images into
+//    one matrix as fit a budget of bytes. The defaults are constants; for measurement (how a
+//    budget's L2 residency pays) and for tests (a small budget makes a small shape take
+//    several chunks), environment variables override them, read at every call like
+//    COURSE_CONV_MAX_ELEMENTS:
+//      COURSE_CONV_IM2COL_BUDGET_BYTES         the forward's X_col (m3.04), default 1 GiB
+//                                              (kIm2colWorkspaceBudgetBytes); a layer whose one
+//                                              image does not fit goes to m3.03
+//      COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES   grad-weight's X_col, default 256 MiB
+//      COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES   grad-input's dX_col (conv_grad_input_cols.h),
+//                                              default 32 MiB
+//    Each is a whole number of bytes from 1 to 2^40; anything else is an error naming it.
+//    They change speed only: the results are the same sums, in chunks.
 #pragma once
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -189,20 +205,47 @@ inline std::int64_t grad_input_phase_elements_per_image(const ConvShape& s) {
   return most;
 }
 
-// The most elements a tensor may have in one kernel call: 2^31 - 1, or less where the
-// environment variable COURSE_CONV_MAX_ELEMENTS says so (read at every call, so that a test
-// can set it). A value that is not a whole number from 1 to 2^31 - 1 is an error.
-inline std::int64_t conv_max_elements() {
-  constexpr std::int64_t kLimit = std::numeric_limits<int>::max();
-  const char* text = std::getenv("COURSE_CONV_MAX_ELEMENTS");
-  if (text == nullptr || *text == '\0') return kLimit;
+// The environment variable `name` as a whole number from `low` to `high`, or `fallback` where
+// it is unset or empty. Read at every call, so that a test can set it. Throws
+// std::invalid_argument naming the variable for anything else ("lots", "-5", "12 MiB", a
+// value out of range).
+inline std::int64_t env_whole_number(const char* name, std::int64_t low, std::int64_t high,
+                                     std::int64_t fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   const long long value = std::strtoll(text, &end, 10);
-  if (*end != '\0' || value < 1 || value > kLimit) {
-    throw std::invalid_argument(std::string("COURSE_CONV_MAX_ELEMENTS must be a whole number from 1 "
-                                            "to 2147483647, got '") + text + "'");
+  if (*end != '\0' || errno == ERANGE || value < low || value > high) {
+    throw std::invalid_argument(std::string(name) + " must be a whole number from " +
+                                std::to_string(low) + " to " + std::to_string(high) + ", got '" +
+                                text + "'");
   }
   return value;
+}
+
+// The most elements a tensor may have in one kernel call: 2^31 - 1, or less where the
+// environment variable COURSE_CONV_MAX_ELEMENTS says so.
+inline std::int64_t conv_max_elements() {
+  constexpr std::int64_t kLimit = std::numeric_limits<int>::max();
+  return env_whole_number("COURSE_CONV_MAX_ELEMENTS", 1, kLimit, kLimit);
+}
+
+// The workspace budgets of part 3 above, in bytes.
+inline constexpr std::int64_t kMaxBudgetBytes = std::int64_t{1} << 40;
+inline constexpr std::int64_t kWgradColumnBudgetBytes = std::int64_t{256} << 20;
+inline constexpr std::int64_t kDgradColumnBudgetBytes = std::int64_t{32} << 20;
+
+inline std::int64_t im2col_budget_bytes(std::int64_t fallback) {
+  return env_whole_number("COURSE_CONV_IM2COL_BUDGET_BYTES", 1, kMaxBudgetBytes, fallback);
+}
+inline std::int64_t wgrad_column_budget_bytes() {
+  return env_whole_number("COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES", 1, kMaxBudgetBytes,
+                          kWgradColumnBudgetBytes);
+}
+inline std::int64_t dgrad_column_budget_bytes() {
+  return env_whole_number("COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES", 1, kMaxBudgetBytes,
+                          kDgradColumnBudgetBytes);
 }
 
 // How many images of a batch of N one slice takes, when one image has `elements_per_image`

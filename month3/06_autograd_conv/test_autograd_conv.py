@@ -861,17 +861,25 @@ class OperatorCudaTest(_CudaBase):
         run_compile(self, "cuda", backend="inductor")
 
 
-# ---- strided grad-input and large tensors ----
-# conv2d_grad_input runs float32, float16 and bfloat16 by stride phases (conv_split.h): per
-# phase (ph, pw), a stride-1 forward of dy with the phase's taps (m3.04 / m3.03 in float32,
-# m3.05's tensor cores in float16 and bfloat16), scattered into dx's strided places; float64
-# and conv2d_grad_input_gather keep the gather (TODO(m3.06a)). Every operator runs a batch
-# whose tensors reach 2^31 elements as slices of whole images; COURSE_CONV_MAX_ELEMENTS lowers
-# that limit so that small shapes take several slices.
-HINT_PHASES = ("conv2d_grad_input's stride phases are given code (conv_split.h, autograd_conv_given.cuh) "
-               "over the forward table: float32 runs your m3.04 / m3.03, float16 and bfloat16 your m3.05 "
-               "(if ./course grade m3_04 or m3_05 fails, fix it first, or run with "
-               "COURSE_EARLIER_KERNELS=solution); TODO(m3.06a) is graded by conv2d_grad_input_gather")
+# ---- strided grad-input, the columns path, the budgets and large tensors ----
+# conv2d_grad_input runs float16, bfloat16 and float32 with 16 input channels or more by stride
+# phases (conv_split.h): per phase (ph, pw), a stride-1 forward of dy with the phase's taps
+# (m3.04 / m3.03 in float32, m3.05's tensor cores in float16 and bfloat16), scattered into
+# dx's strided places. float32 with fewer than 16 input channels runs by columns
+# (conv_grad_input_cols.h): a cuBLAS GEMM into dX_col, then a col2im gather. float64 and
+# conv2d_grad_input_gather keep the gather (TODO(m3.06a)). Every operator runs a batch whose
+# tensors reach 2^31 elements as slices of whole images; COURSE_CONV_MAX_ELEMENTS lowers that
+# limit so that small shapes take several slices, and the COURSE_CONV_*_BUDGET_BYTES variables
+# shrink the workspaces so that they take several chunks.
+HINT_PHASES = ("conv2d_grad_input's stride phases and float32 columns path are given code (conv_split.h, "
+               "conv_grad_input_cols.h, autograd_conv_given.cuh): the phases run the forward table, float32 "
+               "your m3.04 / m3.03, float16 and bfloat16 your m3.05 (if ./course grade m3_04 or m3_05 "
+               "fails, fix it first, or run with COURSE_EARLIER_KERNELS=solution); TODO(m3.06a) is graded "
+               "by conv2d_grad_input_gather")
+HINT_COLUMNS = ("conv2d_grad_input in float32 with fewer than 16 input channels is given code "
+                "(conv_grad_input_cols.h: a cuBLAS GEMM into dX_col, then col2im_gather_kernel; "
+                "grad_input_by_columns in autograd_conv_given.cuh); TODO(m3.06a) is graded by "
+                "conv2d_grad_input_gather")
 HINT_SLICES = ("the batch slices are given code (conv_split.h, autograd_conv_given.cuh) around the same "
                "kernels: if the unsliced result is wrong too, look at TODO(m3.06a) to TODO(m3.06c) first")
 
@@ -895,12 +903,22 @@ def strided_cases():
     cases.append(case("C16_K32_Stride2", 2, 16, 15, 14, 32, 3, 3, 2, 1))
     cases.append(case("C8_K16_Asym", 3, 8, 13, 18, 16, 5, 3, stride=(3, 2), padding=(3, 0),
                       dilation=(1, 2)))
+    # 16 input channels: float32 takes the phases there too (the cases above it takes by
+    # columns, C < 16).
+    for stride in (2, 3, (2, 3)):
+        for dilation in (1, 2):
+            stride_name = "x".join(map(str, stride)) if isinstance(stride, tuple) else stride
+            cases.append(case(f"C16_Stride{stride_name}_Dilation{dilation}_3x3", 2, 16, 13, 12, 8, 3, 3,
+                              stride, 1, dilation))
+    cases.append(case("C16_K8_Asym", 2, 16, 13, 18, 8, 5, 3, stride=(3, 2), padding=(3, 0),
+                      dilation=(1, 2)))
     return cases
 
 
 def check_strided_grad_input(test, c, dtype, seed):
-    """conv2d_grad_input (the phases) against torch.nn.grad.conv2d_input in float64, dx
-    allocated over NaN-poisoned memory so that an element no phase writes fails."""
+    """conv2d_grad_input (the phases; float32 with C < 16 the columns) against
+    torch.nn.grad.conv2d_input in float64, dx allocated over NaN-poisoned memory so that an
+    element no phase writes fails."""
     x, w, _ = make_inputs(c, seed, dtype, "cuda", bias=False)
     y = reference_forward(c, x, w, None)
     dy = dy_for(y, seed + 3)
@@ -912,13 +930,14 @@ def check_strided_grad_input(test, c, dtype, seed):
     test.assertEqual(tuple(actual.shape), tuple(x.shape), HINT_PHASES)
     rtol, atol = tolerance(dtype, c.k * c.r * c.s)
     testing.assert_close(actual, expected, rtol=rtol, atol=atol,
-                         what=f"conv2d_grad_input (stride phases) {c.name} {dtype} vs torch.nn.grad.conv2d_input",
+                         what=f"conv2d_grad_input (stride phases or columns) {c.name} {dtype} "
+                              "vs torch.nn.grad.conv2d_input",
                          hint=HINT_PHASES)
 
 
 class StridedGradInputCudaTest(_CudaBase):
-    """conv2d_grad_input by stride phases, float32 and float16 (Bfloat16StridedGradInputCudaTest:
-    bfloat16), against float64 references."""
+    """conv2d_grad_input by stride phases (float32 by columns where C < 16), float32 and float16
+    (Bfloat16StridedGradInputCudaTest: bfloat16), against float64 references."""
 
     DTYPES = (torch.float32, torch.float16)
 
@@ -977,18 +996,140 @@ class Bfloat16StridedGradInputCudaTest(StridedGradInputCudaTest):
 
 
 @contextlib.contextmanager
-def max_elements(value):
-    """with max_elements(n): COURSE_CONV_MAX_ELEMENTS=n inside (the operators read it at every
+def environment(name, value):
+    """with environment(name, value): the variable set inside (the operators read it at every
     call), the previous value (or none) after."""
-    saved = os.environ.get("COURSE_CONV_MAX_ELEMENTS")
-    os.environ["COURSE_CONV_MAX_ELEMENTS"] = str(value)
+    saved = os.environ.get(name)
+    os.environ[name] = str(value)
     try:
         yield
     finally:
         if saved is None:
-            os.environ.pop("COURSE_CONV_MAX_ELEMENTS", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["COURSE_CONV_MAX_ELEMENTS"] = saved
+            os.environ[name] = saved
+
+
+def max_elements(value):
+    """with max_elements(n): COURSE_CONV_MAX_ELEMENTS=n inside."""
+    return environment("COURSE_CONV_MAX_ELEMENTS", value)
+
+
+def columns_cases():
+    """For the float32 columns path (C < 16): C = 1, 2, 3 in turn over strides 1 to 3 (and
+    2 x 3), dilations 1 to 3, 1 x 1, 3 x 3 and 7 x 7 filters, padding 0 to 3, on 17 x 16 inputs
+    (odd rows, leftovers past the last output; padding past the filter's reach); then a few
+    odd ones: the stem's 7 x 7 stride 2 pad 3 on odd sizes, asymmetric options, an input smaller
+    than the stride, 15 channels (the last below the phases' threshold)."""
+    cases = []
+    for stride in (1, 2, 3, (2, 3)):
+        for dilation in (1, 2, 3):
+            for kernel in (1, 3, 7):
+                for pad in range(4):
+                    channels = 1 + len(cases) % 3
+                    stride_name = "x".join(map(str, stride)) if isinstance(stride, tuple) else stride
+                    name = f"C{channels}_Stride{stride_name}_Dilation{dilation}_{kernel}x{kernel}_Pad{pad}"
+                    if 16 + 2 * pad < dilation * (kernel - 1) + 1:
+                        continue  # the filter is larger than the padded image
+                    cases.append(case(name, 2, channels, 17, 16, 5, kernel, kernel, stride, pad, dilation))
+    cases.append(case("Stem_7x7_Stride2_Pad3", 3, 3, 33, 31, 16, 7, 7, 2, 3))
+    cases.append(case("C2_Asym", 2, 2, 13, 18, 6, 5, 3, stride=(3, 2), padding=(3, 0), dilation=(1, 2)))
+    cases.append(case("C1_Input_Below_Stride", 2, 1, 3, 2, 4, 1, 1, 3, 0))
+    cases.append(case("C15_K7_Stride2", 2, 15, 11, 10, 7, 3, 3, 2, 1))
+    return cases
+
+
+class ColumnsGradInputCudaTest(_CudaBase):
+    """conv2d_grad_input in float32 with few input channels (the columns path) against
+    float64 references: over NaN-poisoned memory, in chunks of images, in batch slices, and
+    bitwise reproducible."""
+
+    def check(self, c, seed, what=""):
+        x, w, _ = make_inputs(c, seed, torch.float32, "cuda", bias=False)
+        dy = dy_for(reference_forward(c, x, w, None), seed + 3)
+        expected, _ = reference_grads(c, x, w, dy)
+        testing.poison_allocator(expected)
+        testing.poison_allocator(expected, numel=64 * expected.numel())  # dX_col
+        actual = ops().conv2d_grad_input(dy, x, w, *conv_args(c))
+        self.assertEqual((actual.dtype, tuple(actual.shape)), (torch.float32, tuple(x.shape)), HINT_COLUMNS)
+        rtol, atol = tolerance(torch.float32, c.k * c.r * c.s)
+        testing.assert_close(actual, expected, rtol=rtol, atol=atol,
+                             what=f"conv2d_grad_input (columns) {c.name} float32{what} vs torch.nn.grad.conv2d_input",
+                             hint=HINT_COLUMNS)
+        return actual
+
+    def test_columns_match_conv2d_input(self):
+        for i, c in enumerate(columns_cases()):
+            with self.subTest(case=c.name):
+                self.check(c, SEED + 7000 + 10 * i)
+
+    def test_chunks_and_slices(self):
+        # A budget of 1 byte: one image per chunk; two images' worth: chunks of two and a
+        # leftover; and the batch in slices of two images (COURSE_CONV_MAX_ELEMENTS).
+        c = case("Chunks_Stem", 5, 3, 21, 19, 8, 7, 7, 2, 3)
+        p, q = (c.h + 6 - 7) // 2 + 1, (c.w + 6 - 7) // 2 + 1  # the output's 11 x 10
+        column_bytes = 4 * c.c * c.r * c.s * p * q  # one image's dX_col, float32
+        for name, value in (("COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES", 1),
+                            ("COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES", 2 * column_bytes),
+                            ("COURSE_CONV_MAX_ELEMENTS", 2 * max(c.c * c.h * c.w, c.k * p * q))):
+            with self.subTest(variable=name, value=value), environment(name, value):
+                self.check(c, SEED + 7900, f" with {name}={value}")
+
+    def test_reproducible(self):
+        c = case("Stem_7x7_Stride2_Pad3", 3, 3, 33, 31, 16, 7, 7, 2, 3)
+        first = self.check(c, SEED + 7950)
+        second = self.check(c, SEED + 7950)
+        self.assertTrue(torch.equal(first, second), f"{c.name}: dx differs between two runs. {HINT_COLUMNS}")
+
+
+BUDGET_VARIABLES = ("COURSE_CONV_IM2COL_BUDGET_BYTES", "COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES",
+                    "COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES")
+HINT_BUDGETS = ("the workspace budgets are given code (conv_split.h, part 3; autograd_conv_given.cuh): "
+                "the same sums in chunks of images")
+
+
+class WorkspaceBudgetsCudaTest(_CudaBase):
+    """The COURSE_CONV_*_BUDGET_BYTES tuning knobs: any budget gives the same results (in chunks,
+    down to one image per chunk; an im2col budget below one image's X_col sends the forward to
+    m3.03), and a malformed value is an error naming the variable."""
+
+    CASES = [case("Budget_C16_3x3", 5, 16, 9, 10, 24, 3, 3, 1, 1),
+             case("Budget_C16_Stride2", 5, 16, 13, 12, 8, 3, 3, 2, 1),
+             case("Budget_C3_7x7_Stride2", 5, 3, 15, 14, 8, 7, 7, 2, 3)]
+
+    def test_any_budget_gives_the_same_results(self):
+        for i, c in enumerate(self.CASES):
+            x, w, b = make_inputs(c, SEED + 8000 + 10 * i, torch.float32, "cuda")
+            y_want = reference_forward(c, x, w, b)
+            dy = dy_for(y_want, SEED + 8003 + 10 * i)
+            dx_want, dw_want = reference_grads(c, x, w, dy)
+            pq = c.n * dy.shape[2] * dy.shape[3]
+            x_col_image = 4 * c.c * c.r * c.s * dy.shape[2] * dy.shape[3]
+            for name in BUDGET_VARIABLES:
+                for value in (1, x_col_image, 2 * x_col_image + 4, 1 << 40):
+                    with self.subTest(case=c.name, variable=name, value=value), environment(name, value):
+                        o = ops()
+                        results = (("conv2d", o.conv2d(x, w, b, *conv_args(c)), y_want, c.c * c.r * c.s),
+                                   ("conv2d_grad_input", o.conv2d_grad_input(dy, x, w, *conv_args(c)), dx_want,
+                                    c.k * c.r * c.s),
+                                   ("conv2d_grad_weight", o.conv2d_grad_weight(dy, x, w, *conv_args(c)), dw_want, pq))
+                        for op_name, got, want, products in results:
+                            rtol, atol = tolerance(torch.float32, products)
+                            testing.assert_close(got, want, rtol=rtol, atol=atol,
+                                                 what=f"{op_name} {c.name} with {name}={value}", hint=HINT_BUDGETS)
+
+    def test_a_malformed_budget_is_an_error(self):
+        c = self.CASES[2]  # C = 3: grad-input by columns reads the dgrad budget
+        x, w, b = make_inputs(c, SEED + 8100, torch.float32, "cuda")
+        dy = dy_for(reference_forward(c, x, w, None), SEED + 8103)
+        readers = {"COURSE_CONV_IM2COL_BUDGET_BYTES": lambda: ops().conv2d(x, w, b, *conv_args(c)),
+                   "COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES": lambda: ops().conv2d_grad_weight(dy, x, w, *conv_args(c)),
+                   "COURSE_CONV_DGRAD_COLUMN_BUDGET_BYTES": lambda: ops().conv2d_grad_input(dy, x, w, *conv_args(c))}
+        for name, function in readers.items():
+            for value in ("0", "lots", "-5", "32MiB", "1099511627777", "99999999999999999999"):
+                with self.subTest(variable=name, value=value), environment(name, value):
+                    with self.assertRaisesRegex(RuntimeError, f"{name} must be a whole number", msg=HINT_BUDGETS):
+                        function()
 
 
 def run_all_operators(c, x, w, b, dy):
@@ -1015,7 +1156,8 @@ class BatchSlicesCudaTest(_CudaBase):
 
     CASES = [case("Slices_Stride2", 7, 5, 13, 12, 6, 3, 3, 2, 1),
              case("Slices_1x1", 5, 16, 9, 10, 8, 1, 1),
-             case("Slices_Dilated", 6, 8, 11, 11, 16, 3, 3, 1, 2, 2)]
+             case("Slices_Dilated", 6, 8, 11, 11, 16, 3, 3, 1, 2, 2),
+             case("Slices_C16_Stride2", 5, 16, 11, 12, 8, 3, 3, 2, 1)]
 
     def check(self, c, dtype, seed, limit):
         x, w, b = make_inputs(c, seed, dtype, "cuda")
