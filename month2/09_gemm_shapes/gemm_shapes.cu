@@ -22,7 +22,10 @@
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
