@@ -36,6 +36,8 @@ inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny ti
 inline constexpr int kMinKTilesPerSplit = 8;  // a split runs at least this many k-tiles
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
+// The workspace sgemm_shapes and hgemm_shapes plan their partials in: 64 MiB per device.
+inline constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
 
 __host__ __device__ constexpr int block_m(BlockTile tile) {
   return tile == BlockTile::square ? kSquareBlockM : kSkinnyBlockM;

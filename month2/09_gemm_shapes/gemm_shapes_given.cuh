@@ -133,7 +133,7 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
 // slow and synchronizes: never once per GEMM). The chooser plans its partials within
 // kSharedWorkspaceFloats (64 MiB); float16 operands that need padded copies need room beyond
 // that, as large as A and B themselves: the buffer grows to the largest size asked for so far.
-constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
+using gemm_shapes::kSharedWorkspaceFloats;
 int current_device() {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));

@@ -96,7 +96,7 @@ struct ChooserCase {
   const char* why;
 };
 
-constexpr std::size_t kBig = std::size_t{16} << 20;  // the *_shapes functions' workspace
+constexpr std::size_t kBig = course::gemm_shapes::kSharedWorkspaceFloats;  // of the *_shapes
 
 TEST(ShapeChooser, DecisionsOnATableOfShapes) {
   const std::vector<ChooserCase> cases = {
