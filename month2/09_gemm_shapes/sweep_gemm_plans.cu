@@ -104,10 +104,11 @@ template <typename Input>
 void print_table(const std::string& family, Precision precision,
                  const std::vector<GemmShape>& shapes) {
   const int sms = course::bench::device().sm_count;
-  std::printf("\n%s (%s): time of each plan / time of %s; < fastest plan, * the chooser's pick "
-              "(%d SMs)\n",
-              family.c_str(), course::bench::precision_label<Input>(),
-              course::bench::gemm_baseline_name<Input>().c_str(), sms);
+  std::printf(
+      "\n%s (%s): time of each plan / time of %s; < fastest plan, * the chooser's pick "
+      "(%d SMs)\n",
+      family.c_str(), course::bench::precision_label<Input>(),
+      course::bench::gemm_baseline_name<Input>().c_str(), sms);
   std::printf("%-20s %-7s", "M x N x K", "tile");
   for (int splits : kSplits) std::printf(" %7s", ("s=" + std::to_string(splits)).c_str());
   std::printf("\n");
