@@ -92,7 +92,9 @@ template <class Tile, class PredicatedTile>
 void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, float alpha,
                        const __half* A, const __half* B, float beta, float* C, float* workspace,
                        std::size_t workspace_floats, cudaStream_t stream) {
-  const std::size_t partial_floats = gemm_shapes::workspace_floats({{}, splits}, M, N);
+  const std::size_t partial_floats =  // the same for either tile
+      gemm_shapes::workspace_floats(gemm_shapes::GemmPlan{gemm_shapes::BlockTile::square, splits},
+                                    M, N);
   const HalfOperands operands = half_operands(M, N, K, A, B, partial_floats,
                                               workspace != nullptr ? workspace_floats : 0);
   auto launch = [&](auto kernel, auto tile, int k, const __half* a, const __half* b, int ldb) {
@@ -118,8 +120,7 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
     auto* padded_a = reinterpret_cast<__half*>((after_partials + 15) / 16 * 16);
     __half* padded_b = padded_a + static_cast<std::size_t>(M) * k8;
     const bool copy_a = !operand_rows_aligned(A, K);
-    const bool copy_b = copy_a ? K % 8 != 0 || !operand_rows_aligned(B, N)
-                               : !operand_rows_aligned(B, N);
+    const bool copy_b = K % 8 != 0 || !operand_rows_aligned(B, N);
     if (copy_a) launch_pad_copy(function, A, M, K, padded_a, M, k8, stream);
     if (copy_b) launch_pad_copy(function, B, K, N, padded_b, k8, n8, stream);
     launch(aligned_kernel, Tile{}, k8, copy_a ? padded_a : A, copy_b ? padded_b : B,
