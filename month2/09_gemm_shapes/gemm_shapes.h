@@ -36,6 +36,8 @@ inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny ti
 inline constexpr int kMinKTilesPerSplit = 8;  // a split runs at least this many k-tiles
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
+// The workspace sgemm_shapes and hgemm_shapes plan their partials in: 64 MiB per device.
+inline constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
 
 __host__ __device__ constexpr int block_m(BlockTile tile) {
   return tile == BlockTile::square ? kSquareBlockM : kSkinnyBlockM;
@@ -63,6 +65,21 @@ inline std::size_t workspace_floats(const GemmPlan& plan, int M, int N) {
          static_cast<std::size_t>(N);
 }
 
+// float16 only. The floats of workspace for zero-padded copies of A and B: the 16-byte
+// cp.async copies of the float16 kernel need every row of A and B to start on a 16-byte
+// boundary, which K or N not a multiple of 8, or a misaligned A or B, do not give. Then
+// hgemm_planned, given this much workspace beyond the partials, copies A into an M x K8
+// matrix and B into a K8 x N8 one (K8, N8: K, N rounded up to 8; zeros in the extra rows
+// and columns, whose products add nothing) and runs the aligned kernel on the copies. The
+// extra 3 floats let the copies start on a 16-byte boundary wherever the workspace starts.
+inline int round_up_to_8(int value) { return (value + 7) / 8 * 8; }
+inline std::size_t padded_copies_floats(int M, int N, int K) {
+  if (M <= 0 || N <= 0 || K <= 0) return 0;
+  const std::size_t k8 = static_cast<std::size_t>(round_up_to_8(K));
+  const std::size_t n8 = static_cast<std::size_t>(round_up_to_8(N));
+  return (static_cast<std::size_t>(M) * k8 + k8 * n8) / 2 + 3;  // 2 halves per float
+}
+
 // The k-tiles [begin, end) one split runs.
 struct KTileRange {
   int begin = 0, end = 0;
@@ -84,7 +101,11 @@ COURSE_DECLARE_IMPLS(
 
     // One GEMM run as `plan` says. `workspace` (device memory, workspace_floats(plan, M, N)
     // floats or more; may be null when splits == 1) holds the partial products. plan.splits
-    // must be 1 .. kMaxPlannedSplits.
+    // must be 1 .. kMaxPlannedSplits. hgemm_planned, when A or B cannot be read in 16-byte
+    // chunks (K or N not a multiple of 8, A or B not 16-byte aligned): with
+    // padded_copies_floats(M, N, K) more floats of workspace it copies them, zero-padded,
+    // after the partials and runs the aligned kernel; with less, it loads them element by
+    // element (the predicated kernel, slower). The same arguments always take the same path.
     void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
                        const float* A, const float* B, float beta, float* C, float* workspace,
                        std::size_t workspace_floats, cudaStream_t stream = nullptr);
@@ -93,7 +114,8 @@ COURSE_DECLARE_IMPLS(
                        std::size_t workspace_floats, cudaStream_t stream = nullptr);
 
     // The chooser's pick for this GPU, with a workspace of the process's own (64 MiB per
-    // device, allocated at the first call that needs one and kept; calls that run at the
+    // device, allocated at the first call that needs one and kept; hgemm_shapes pads odd
+    // sizes there first when the copies fit, see hgemm_planned; calls that run at the
     // same time on different streams would share it: use the planned launchers with your
     // own workspace there). The signature of every month-2 GEMM (course/gemm.h).
     void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float* B, float beta,

@@ -53,46 +53,117 @@ void launch_sgemm_tile(const char* function, int splits, int M, int N, int K, fl
   CUDA_CHECK_LAUNCH();
 }
 
+// How the float16 kernel reads A and B. 16-byte cp.async copies of 8 halves need every row
+// of A and B on a 16-byte boundary: K and N multiples of 8, A and B 16-byte aligned (direct).
+// Otherwise the launcher copies the operands that are not, zero-padded, into the workspace
+// after the partials (padded; gemm_shapes.h, padded_copies_floats), or, where they do not
+// fit, the kernel loads them element by element (predicated, mma_split_k.h). A function of
+// the arguments alone: the same call always takes the same path, so the same bits.
+enum class HalfOperands { direct, padded, predicated };
+
+bool operand_rows_aligned(const __half* matrix, int row_length) {
+  return row_length % 8 == 0 && is_aligned(matrix, 16);
+}
+
+HalfOperands half_operands(int M, int N, int K, const __half* A, const __half* B,
+                           std::size_t partial_floats, std::size_t workspace_floats) {
+  if (K == 0 || (operand_rows_aligned(A, K) && operand_rows_aligned(B, N)))
+    return HalfOperands::direct;
+  const bool fits = K <= INT_MAX - 8 && N <= INT_MAX - 8 &&
+                    workspace_floats >= partial_floats &&
+                    workspace_floats - partial_floats >= gemm_shapes::padded_copies_floats(M, N, K);
+  return fits ? HalfOperands::padded : HalfOperands::predicated;
+}
+
+// pad_copy_kernel (mma_split_k.h) on one matrix: a few blocks per multiprocessor, looping.
+void launch_pad_copy(const char* function, const __half* source, int rows, int cols,
+                     __half* padded, int padded_rows, int padded_cols, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const std::int64_t chunks = static_cast<std::int64_t>(padded_rows) * (padded_cols / 8);
+  if (chunks == 0) return;
+  const unsigned blocks = grid_blocks_1d(
+      function, chunks < 65536LL * kThreads ? chunks : 65536LL * kThreads, kThreads);
+  mma_split_k::pad_copy_kernel<<<blocks, kThreads, 0, stream>>>(source, rows, cols, padded,
+                                                                padded_rows, padded_cols);
+  CUDA_CHECK_LAUNCH();
+}
+
 template <class Tile, class PredicatedTile>
 void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, float alpha,
                        const __half* A, const __half* B, float beta, float* C, float* workspace,
-                       cudaStream_t stream) {
-  // 16-byte cp.async copies of 8 halves need every row of A and B on a 16-byte boundary;
-  // anything else takes the predicated path (mma_split_k.h).
-  const bool predicated = !(K % 8 == 0 && N % 8 == 0 && is_aligned(A, 16) && is_aligned(B, 16));
-  auto launch = [&](auto kernel, auto tile) {
+                       std::size_t workspace_floats, cudaStream_t stream) {
+  const std::size_t partial_floats =  // the same for either tile
+      gemm_shapes::workspace_floats(gemm_shapes::GemmPlan{gemm_shapes::BlockTile::square, splits},
+                                    M, N);
+  const HalfOperands operands = half_operands(M, N, K, A, B, partial_floats,
+                                              workspace != nullptr ? workspace_floats : 0);
+  auto launch = [&](auto kernel, auto tile, int k, const __half* a, const __half* b, int ldb) {
     using T = decltype(tile);
     const long long blocks =
         static_cast<long long>(ceil_div(M, T::kBlockM)) * ceil_div(N, T::kBlockN);
     allow_dynamic_shared_memory(kernel, T::kSharedBytes, function);
     kernel<<<dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(splits)), T::kThreads,
-             T::kSharedBytes, stream>>>(M, N, K, alpha, A, B, beta, C, workspace);
+             T::kSharedBytes, stream>>>(M, N, k, alpha, a, b, ldb, beta, C, workspace);
     CUDA_CHECK_LAUNCH();
   };
-  if (predicated) {
-    launch(mma_split_k::mma_split_k_kernel<PredicatedTile, true>, PredicatedTile{});
+  const auto aligned_kernel = mma_split_k::mma_split_k_kernel<Tile, false>;
+  if (operands == HalfOperands::direct) {
+    launch(aligned_kernel, Tile{}, K, A, B, N);
+  } else if (operands == HalfOperands::padded) {
+    // The copies start at the first 16-byte boundary after the partials: A' (M x K8), then
+    // B' (K8 x N8), both whole numbers of 16-byte chunks. An operand whose rows are already
+    // aligned is used as it is (B needs its copy whenever K is padded: rows K .. K8 - 1 must
+    // be zeros).
+    const int k8 = gemm_shapes::round_up_to_8(K), n8 = gemm_shapes::round_up_to_8(N);
+    const std::uintptr_t after_partials =
+        reinterpret_cast<std::uintptr_t>(workspace + partial_floats);
+    auto* padded_a = reinterpret_cast<__half*>((after_partials + 15) / 16 * 16);
+    __half* padded_b = padded_a + static_cast<std::size_t>(M) * k8;
+    const bool copy_a = !operand_rows_aligned(A, K);
+    const bool copy_b = K % 8 != 0 || !operand_rows_aligned(B, N);
+    if (copy_a) launch_pad_copy(function, A, M, K, padded_a, M, k8, stream);
+    if (copy_b) launch_pad_copy(function, B, K, N, padded_b, k8, n8, stream);
+    launch(aligned_kernel, Tile{}, k8, copy_a ? padded_a : A, copy_b ? padded_b : B,
+           copy_b ? n8 : N);
   } else {
-    launch(mma_split_k::mma_split_k_kernel<Tile, false>, Tile{});
+    launch(mma_split_k::mma_split_k_kernel<PredicatedTile, true>, PredicatedTile{}, K, A, B, N);
   }
 }
 
-// The 64 MiB workspace of the *_shapes functions, one per device, made at the first call
-// that needs one (cudaMalloc is slow and synchronizes: never once per GEMM).
-constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
+// The workspace of the *_shapes functions, one per device, kept between calls (cudaMalloc is
+// slow and synchronizes: never once per GEMM). The chooser plans its partials within
+// kSharedWorkspaceFloats (64 MiB); float16 operands that need padded copies need room beyond
+// that, as large as A and B themselves: the buffer grows to the largest size asked for so far.
+using gemm_shapes::kSharedWorkspaceFloats;
 int current_device() {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   return device;
 }
 
-float* shared_workspace() {
+struct Workspace {
+  float* data = nullptr;
+  std::size_t floats = 0;
+};
+
+// At least `wanted` floats, except on a stream that is being captured into a CUDA graph,
+// where nothing can be allocated: there the buffer as it is (none before the first call that
+// needed one), and the caller plans with what it got.
+Workspace shared_workspace(std::size_t wanted, cudaStream_t stream) {
   constexpr int kMaxDevices = 64;
   static std::unique_ptr<DeviceBuffer<float>> buffers[kMaxDevices];
   const int device = current_device();
   require(device >= 0 && device < kMaxDevices, "gemm_shapes", "device index out of range");
-  if (!buffers[device])
-    buffers[device] = std::make_unique<DeviceBuffer<float>>(kSharedWorkspaceFloats);
-  return buffers[device]->data();
+  std::unique_ptr<DeviceBuffer<float>>& buffer = buffers[device];
+  if (wanted > 0 && (!buffer || buffer->size() < wanted)) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture == cudaStreamCaptureStatusNone) {
+      buffer.reset();  // frees the old one (cudaFree waits for the kernels that use it)
+      buffer = std::make_unique<DeviceBuffer<float>>(std::max(wanted, kSharedWorkspaceFloats));
+    }
+  }
+  return buffer ? Workspace{buffer->data(), buffer->size()} : Workspace{};
 }
 
 int multiprocessor_count() {
@@ -128,10 +199,12 @@ void hgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
     return;
   if (plan.tile == gemm_shapes::BlockTile::square) {
     launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
-        kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, stream);
+        kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, workspace_floats,
+        stream);
   } else {
     launch_hgemm_tile<mma_split_k::SkinnyTile, mma_split_k::SkinnyPredicatedTile>(
-        kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, stream);
+        kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, workspace_floats,
+        stream);
   }
   if (plan.splits > 1)
     launch_reduce(kFunction, M, N, plan.splits, workspace, alpha, beta, C, stream);
@@ -141,18 +214,30 @@ void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float*
                   float* C, cudaStream_t stream) {
   require_gemm_arguments("sgemm_shapes", M, N, K);
   if (M == 0 || N == 0) return;
-  const gemm_shapes::GemmPlan plan = choose_gemm_plan(
+  gemm_shapes::GemmPlan plan = choose_gemm_plan(
       M, N, K, gemm_shapes::Precision::fp32, multiprocessor_count(), kSharedWorkspaceFloats);
-  float* workspace = plan.splits > 1 ? shared_workspace() : nullptr;
-  sgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace, kSharedWorkspaceFloats, stream);
+  const Workspace workspace = shared_workspace(gemm_shapes::workspace_floats(plan, M, N), stream);
+  if (workspace.floats < gemm_shapes::workspace_floats(plan, M, N)) {  // captured, none yet
+    plan = choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp32, multiprocessor_count(),
+                            workspace.floats);
+  }
+  sgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace.data, workspace.floats, stream);
 }
 
 void hgemm_shapes(int M, int N, int K, float alpha, const __half* A, const __half* B, float beta,
                   float* C, cudaStream_t stream) {
   require_gemm_arguments("hgemm_shapes", M, N, K);
   if (M == 0 || N == 0) return;
-  const gemm_shapes::GemmPlan plan = choose_gemm_plan(
+  gemm_shapes::GemmPlan plan = choose_gemm_plan(
       M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(), kSharedWorkspaceFloats);
-  float* workspace = plan.splits > 1 ? shared_workspace() : nullptr;
-  hgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace, kSharedWorkspaceFloats, stream);
+  // Odd sizes and misaligned operands: room for the padded copies after the partials.
+  const std::size_t partials = gemm_shapes::workspace_floats(plan, M, N);
+  const bool pads = half_operands(M, N, K, A, B, 0, SIZE_MAX) == HalfOperands::padded;
+  const Workspace workspace = shared_workspace(
+      partials + (pads ? gemm_shapes::padded_copies_floats(M, N, K) : 0), stream);
+  if (workspace.floats < partials) {  // captured, none yet
+    plan = choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(),
+                            workspace.floats);
+  }
+  hgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace.data, workspace.floats, stream);
 }

@@ -13,10 +13,14 @@
 //     split_k_tiles(blockIdx.z, gridDim.z, k_tiles), and writes C (one split) or its slice of
 //     the workspace (several), as the float32 kernel does (sgemm_split_k.h);
 //   * odd sizes (K or N not a multiple of 8, or A, B not 16-byte aligned) no longer fall back
-//     to copying one half at a time with the loads waited on before the products: the
-//     predicated path below loads each 8-half chunk into registers with per-element bounds
-//     (zeros outside A and B), one k-tile ahead, and stores it as one 16-byte chunk after the
-//     products of the current tile, so the loads travel while the tensor cores work;
+//     to copying one half at a time with the loads waited on before the products. When the
+//     workspace has room, the launcher first copies A and B into zero-padded, aligned
+//     matrices (pad_copy_kernel below: M x K8 and K8 x N8, K8 and N8 rounded up to 8) and
+//     runs the aligned kernel on them: the kernel's `ldb` is the length of B's rows (N8),
+//     while C keeps its N. Without room, the predicated path below loads each 8-half chunk
+//     into registers with per-element bounds (zeros outside A and B), one k-tile ahead, and
+//     stores it as one 16-byte chunk after the products of the current tile, so the loads
+//     travel while the tensor cores work;
 //   * two more tiles: a skinny 32 x 128 tile for M <= 64, and 64 x 32 warp tiles for the
 //     predicated path, whose staged chunks need registers that 64 x 64 warp tiles do not
 //     leave free.
@@ -186,12 +190,35 @@ __device__ __forceinline__ void store_chunks(const StagedChunks<Tile>& staged, _
   }
 }
 
-// kPredicated == false: m2.07's cp.async pipeline (K % 8 == 0, N % 8 == 0, 16-byte aligned A
-// and B; the launcher checks). true: the predicated register loads, any size and alignment.
+// Copies a rows x cols float16 matrix (any alignment) into a padded_rows x padded_cols one
+// (padded_cols a multiple of 8, `padded` 16-byte aligned) with zeros in the extra rows and
+// columns: what lets odd sizes run the aligned kernel. One thread per 8-half chunk of the
+// copy: eight 2-byte loads of consecutive halves of one row (a warp reads 32 consecutive
+// chunks of a row: coalesced), one 16-byte store. A grid-stride loop over the chunks.
+__global__ void pad_copy_kernel(const __half* __restrict__ source, int rows, int cols,
+                                __half* __restrict__ padded, int padded_rows, int padded_cols) {
+  const int row_chunks = padded_cols / 8;
+  const std::size_t chunks = static_cast<std::size_t>(padded_rows) * row_chunks;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < chunks; i += stride) {
+    const int row = static_cast<int>(i / row_chunks);
+    const int first_col = static_cast<int>(i % row_chunks) * 8;
+    const uint4 chunk = load_chunk_predicated(
+        source + static_cast<std::ptrdiff_t>(row < rows ? row : 0) * cols, first_col, cols,
+        row < rows);
+    reinterpret_cast<uint4*>(padded)[i] = chunk;
+  }
+}
+
+// kPredicated == false: m2.07's cp.async pipeline (K % 8 == 0, ldb % 8 == 0, 16-byte aligned
+// A and B; the launcher checks). true: the predicated register loads, any size and alignment.
+// ldb: the length of B's rows in memory: N, or N rounded up to 8 for a padded copy of B (its
+// extra columns are zeros; C is M x N either way).
 template <class Tile, bool kPredicated>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
     mma_split_k_kernel(int M, int N, int K, float alpha, const __half* __restrict__ A,
-                       const __half* __restrict__ B, float beta, float* __restrict__ C,
+                       const __half* __restrict__ B, int ldb, float beta, float* __restrict__ C,
                        float* __restrict__ workspace) {
   extern __shared__ uint4 dynamic_shared[];
   __half* shared = reinterpret_cast<__half*>(dynamic_shared);
@@ -219,7 +246,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < Tile::kStages - 1; ++s) {
       if (s < num_tiles)
-        copy_tiles<Tile, true>(stage(s), A, B, M, N, K, block_m, block_n, k0_of(s));
+        copy_tiles<Tile, true>(stage(s), A, B, M, ldb, K, block_m, block_n, k0_of(s));
       commit_copies();
     }
     for (int t = 0; t < num_tiles; ++t) {
@@ -227,7 +254,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       __syncthreads();
       const int next = t + Tile::kStages - 1;
       if (next < num_tiles) {
-        copy_tiles<Tile, true>(stage(next % Tile::kStages), A, B, M, N, K, block_m, block_n,
+        copy_tiles<Tile, true>(stage(next % Tile::kStages), A, B, M, ldb, K, block_m, block_n,
                                k0_of(next));
       }
       commit_copies();
@@ -242,13 +269,15 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     static_assert(Tile::kStages == 2, "the predicated path double-buffers: 2 stages");
     StagedChunks<Tile> staged;
     if (num_tiles > 0) {
-      load_chunks_predicated<Tile>(staged, A, B, M, N, K, block_m, block_n, k0_of(0));
+      load_chunks_predicated<Tile>(staged, A, B, M, ldb, K, block_m, block_n, k0_of(0));
       store_chunks<Tile>(staged, stage(0));
     }
     __syncthreads();
     for (int t = 0; t < num_tiles; ++t) {
       const bool more = t + 1 < num_tiles;
-      if (more) load_chunks_predicated<Tile>(staged, A, B, M, N, K, block_m, block_n, k0_of(t + 1));
+      if (more) {
+        load_chunks_predicated<Tile>(staged, A, B, M, ldb, K, block_m, block_n, k0_of(t + 1));
+      }
       multiply_stage<Tile>(stage(t % 2), warp_m, warp_n, lane, acc);
       if (more) store_chunks<Tile>(staged, stage((t + 1) % 2));
       __syncthreads();

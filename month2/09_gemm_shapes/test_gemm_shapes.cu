@@ -4,9 +4,12 @@
 //    chooser's decisions on a table of shapes (TODO(m2.09c)).
 //  * GPU tests: every tile x number of splits on skinny, long-K and odd shapes, float32 and
 //    float16 inputs, against the float64 reference (course/gemm_testing.h: seeded inputs, C
-//    poisoned, NaN guards around every matrix); the workspace is poisoned too, so a split
-//    that leaves its slice unwritten shows as NaN. Then the chooser's pick on the whole
-//    month-2 list, and determinism: two runs with many splits must give the same bits.
+//    poisoned, NaN guards around every matrix); the workspace is poisoned and guarded too, so
+//    a split that leaves its slice unwritten shows as NaN and a write past it is caught.
+//    Float16 odd sizes run twice: with room for the zero-padded copies of A and B (the
+//    aligned kernel on the copies; the test checks the copies were made) and without (the
+//    predicated kernel). Then the chooser's pick on the whole month-2 list, misaligned
+//    pointers, and determinism: two runs with many splits must give the same bits.
 #include <gtest/gtest.h>
 
 #include <cuda_fp16.h>
@@ -19,9 +22,11 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "course/gemm_testing.h"
+#include "course/guarded_buffer.h"
 #include "gemm_shapes.h"
 
 namespace {
@@ -92,7 +97,7 @@ struct ChooserCase {
   const char* why;
 };
 
-constexpr std::size_t kBig = std::size_t{16} << 20;  // the *_shapes functions' workspace
+constexpr std::size_t kBig = course::gemm_shapes::kSharedWorkspaceFloats;  // of the *_shapes
 
 TEST(ShapeChooser, DecisionsOnATableOfShapes) {
   const std::vector<ChooserCase> cases = {
@@ -163,7 +168,15 @@ TEST(ShapeChooser, PlansAlwaysFitTheirWorkspace) {
 // The plan and workspace the trampolines below run with (expect_gemm_matches_reference takes a
 // plain function).
 GemmPlan g_plan;
-course::DeviceBuffer<float>* g_workspace = nullptr;
+course::GuardedBuffer<float>* g_workspace = nullptr;
+
+// The workspace a planned float16 GEMM gets: the partials, and with `padded_room` the
+// zero-padded copies of A and B that odd sizes and misaligned operands need.
+std::size_t hgemm_workspace_floats(const GemmPlan& plan, course::GemmShape shape,
+                                   bool padded_room) {
+  return course::gemm_shapes::workspace_floats(plan, shape.M, shape.N) +
+         (padded_room ? course::gemm_shapes::padded_copies_floats(shape.M, shape.N, shape.K) : 0);
+}
 
 void sgemm_with_plan(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                      float* C, cudaStream_t stream) {
@@ -187,28 +200,57 @@ std::string planned_case_name(const ::testing::TestParamInfo<PlannedCase>& info)
 
 class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInterface<PlannedCase> {
  protected:
+  // padded_room (float16): room for the padded copies beyond the partials.
   template <typename Input>
-  void check(course::GemmFnOf<Input> gemm) {
+  void check(course::GemmFnOf<Input> gemm, bool padded_room = false) {
     const auto& [c, tile, splits] = GetParam();
     g_plan = GemmPlan{tile, splits};
-    // The workspace is poisoned: a split that skips its slice leaves NaN in the sum.
-    course::DeviceBuffer<float> workspace(std::max<std::size_t>(
-        1, course::gemm_shapes::workspace_floats(g_plan, c.shape.M, c.shape.N)));
-    workspace.poison();
+    // The workspace is poisoned: a split that skips its slice leaves NaN in the sum. It sits
+    // between guards (a write past its end is caught) and, in float16 with an odd number of
+    // splits, starts 4 bytes past a 16-byte boundary (the padded copies must find their own;
+    // float32 keeps it aligned, or its float4 path would never see a split).
+    const std::size_t partials =
+        course::gemm_shapes::workspace_floats(g_plan, c.shape.M, c.shape.N);
+    const std::size_t floats = hgemm_workspace_floats(g_plan, c.shape, padded_room);
+    const std::size_t offset = std::is_same_v<Input, __half> ? splits % 2 : 0;
+    course::GuardedBuffer<float> workspace(std::max<std::size_t>(1, floats), offset);
     g_workspace = &workspace;
     std::ostringstream hint;
-    hint << "(plan: " << tile_name(tile) << " tile, " << splits << " splits) " << kSplitHint;
+    hint << "(plan: " << tile_name(tile) << " tile, " << splits << " splits"
+         << (padded_room ? ", room for padded copies" : "") << ") " << kSplitHint;
     const std::string text = hint.str();
     course::expect_gemm_matches_reference(gemm, c.shape, c.alpha, c.beta, text.c_str());
     g_workspace = nullptr;
+
+    const auto contents = workspace.download();
+    EXPECT_FALSE(contents.first_stray_write)
+        << "the GEMM wrote outside its workspace of " << floats << " floats, at index "
+        << contents.first_stray_write.value_or(0) << ". " << text;
+    if (padded_room && c.shape.K > 0) {
+      // Which path ran: the copies land after the partials exactly when a row of A or B does
+      // not start on a 16-byte boundary (A and B are aligned here, so K or N decides).
+      const bool odd = c.shape.K % 8 != 0 || c.shape.N % 8 != 0;
+      bool copies_written = false;
+      for (std::size_t i = partials; i < contents.values.size(); ++i)
+        copies_written = copies_written || !course::is_poison(contents.values[i]);
+      EXPECT_EQ(copies_written, odd)
+          << "M x N x K = " << course::to_string(c.shape) << ": "
+          << (odd ? "odd K or N must run on zero-padded copies of A and B in the workspace"
+                  : "K and N are multiples of 8: A and B must be read where they are")
+          << ". " << text;
+    }
   }
 };
 
 class PlannedSgemmTest : public PlannedGemmTest {};
 class PlannedHgemmTest : public PlannedGemmTest {};
+class PredicatedHgemmTest : public PlannedGemmTest {};
 
 TEST_P(PlannedSgemmTest, MatchesFloat64Reference) { check<float>(sgemm_with_plan); }
-TEST_P(PlannedHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_plan); }
+// Float16 with room for the padded copies (odd sizes run the aligned kernel on them).
+TEST_P(PlannedHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_plan, true); }
+// Float16 with room for the partials only: odd sizes take the predicated kernel.
+TEST_P(PredicatedHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_plan, false); }
 
 // Scaled-down versions of the benchmark's off-square shapes: a few rows and a long K (16 x
 // 4096 x 4096 -> 16 x 1024 x 2048), one tile row (128 x ...), long K on a small C (1024^2 x
@@ -227,6 +269,15 @@ const auto kPlannedCases = ::testing::Combine(
     ::testing::Values(1, 2, 3, 7, 16));
 INSTANTIATE_TEST_SUITE_P(Shapes, PlannedSgemmTest, kPlannedCases, planned_case_name);
 INSTANTIATE_TEST_SUITE_P(Shapes, PlannedHgemmTest, kPlannedCases, planned_case_name);
+// The odd shapes without room for the copies: the predicated kernel, both tiles, 1 and 3 splits.
+INSTANTIATE_TEST_SUITE_P(
+    OddShapes, PredicatedHgemmTest,
+    ::testing::Combine(::testing::Values(course::GemmCase{{17, 33, 1001}, 1.0f, 0.0f},
+                                         course::GemmCase{{509, 263, 1001}, 0.5f, -0.75f},
+                                         course::GemmCase{{1, 300, 777}, 1.5f, 0.0f}),
+                       ::testing::Values(BlockTile::square, BlockTile::skinny),
+                       ::testing::Values(1, 3)),
+    planned_case_name);
 
 // More splits than k-tiles (empty ranges write zeros), K = 0 (C = beta * C), and the edges.
 const auto kEdgeCases = ::testing::Combine(
@@ -270,18 +321,32 @@ TEST_F(ShapesArgumentsTest, RunsOnTheGivenStream) {
 }
 
 // Both kernels' float4 / 16-byte paths need aligned rows: odd offsets take the 4-byte
-// (float32) and predicated (float16) paths.
+// (float32) path and the padded copies (float16; with room for them) or the predicated
+// kernel (without), here with 3 splits and a workspace that starts 4 bytes past a 16-byte
+// boundary too.
 TEST_F(ShapesArgumentsTest, MisalignedPointersAreHandled) {
-  course::expect_gemm_handles_misaligned_pointers(
-      course::impl::sgemm_shapes, course::GemmShape{48, 264, 2048}, {1, 3, 4}, kAllHint);
-  course::expect_gemm_handles_misaligned_pointers(
-      course::impl::hgemm_shapes, course::GemmShape{48, 264, 2048}, {1, 3, 4}, kAllHint);
+  const course::GemmShape shape{48, 264, 2048};
+  course::expect_gemm_handles_misaligned_pointers(course::impl::sgemm_shapes, shape, {1, 3, 4},
+                                                  kAllHint);
+  course::expect_gemm_handles_misaligned_pointers(course::impl::hgemm_shapes, shape, {1, 3, 4},
+                                                  kAllHint);
+  g_plan = GemmPlan{BlockTile::skinny, 3};
+  for (bool padded_room : {true, false}) {
+    course::GuardedBuffer<float> workspace(hgemm_workspace_floats(g_plan, shape, padded_room), 1);
+    g_workspace = &workspace;
+    course::expect_gemm_handles_misaligned_pointers(hgemm_with_plan, shape, {1, 3, 4}, kSplitHint);
+    g_workspace = nullptr;
+    EXPECT_FALSE(workspace.download().first_stray_write)
+        << "misaligned A, B and C, 3 splits" << (padded_room ? ", room for padded copies" : "")
+        << ": the GEMM wrote outside its workspace. " << kSplitHint;
+  }
 }
 
 // A split plan queued on a captured stream: both kernels, the GEMM and the reduction.
 TEST_F(ShapesArgumentsTest, SplitPlansRunOnTheGivenStream) {
   g_plan = GemmPlan{BlockTile::skinny, 3};
-  course::DeviceBuffer<float> workspace(course::gemm_shapes::workspace_floats(g_plan, 67, 45));
+  course::GuardedBuffer<float> workspace(
+      hgemm_workspace_floats(g_plan, course::GemmShape{67, 45, 500}, true));
   g_workspace = &workspace;
   course::expect_gemm_runs_on_stream(sgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
   course::expect_gemm_runs_on_stream(hgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
@@ -345,15 +410,17 @@ void expect_bitwise_reproducible(course::GemmFnOf<Input> gemm, course::GemmShape
 }
 
 TEST_F(ShapesArgumentsTest, SplitResultsAreBitwiseReproducible) {
-  for (int splits : {5, 16}) {
-    g_plan = GemmPlan{BlockTile::skinny, splits};
-    const course::GemmShape shape{48, 520, 3000};
-    course::DeviceBuffer<float> workspace(
-        course::gemm_shapes::workspace_floats(g_plan, shape.M, shape.N));
-    g_workspace = &workspace;
-    expect_bitwise_reproducible<float>(sgemm_with_plan, shape, kSplitHint);
-    expect_bitwise_reproducible<__half>(hgemm_with_plan, shape, kSplitHint);
-    g_workspace = nullptr;
+  // An aligned shape, and an odd one (float16: through the padded copies).
+  for (const course::GemmShape shape : {course::GemmShape{48, 520, 3000},
+                                        course::GemmShape{45, 517, 3001}}) {
+    for (int splits : {5, 16}) {
+      g_plan = GemmPlan{BlockTile::skinny, splits};
+      course::GuardedBuffer<float> workspace(hgemm_workspace_floats(g_plan, shape, true));
+      g_workspace = &workspace;
+      expect_bitwise_reproducible<float>(sgemm_with_plan, shape, kSplitHint);
+      expect_bitwise_reproducible<__half>(hgemm_with_plan, shape, kSplitHint);
+      g_workspace = nullptr;
+    }
   }
 }
 

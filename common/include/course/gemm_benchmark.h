@@ -342,4 +342,39 @@ void register_gemm_shape_rows(const std::string& family,
   }
 }
 
+// A sweep: rows that differ in a setting the caller captures (m2.09's sweep_gemm_plans.cu
+// times every plan of its chooser). First the family's cuBLAS row, then one row per setting,
+// each over its own list of shapes; every row verifies, then times, as above. After the run,
+// measured_gemm_tflops gives what a row measured (its last repetition), for a table.
+template <typename Input>
+using ShapeGemm = detail::ShapeGemm<Input>;
+
+template <typename Input>
+void register_gemm_shape_baseline(const std::string& family, const std::vector<GemmShape>& shapes) {
+  constexpr Dtype inputs = gemm_input_dtype<Input>();
+  detail::register_gemm_row<Input>(family, inputs, detail::gemm_baseline(inputs), "",
+                                   detail::cublas_gemm<Input>(), {}, shapes);
+}
+
+template <typename Input>
+void register_gemm_shape_row(const std::string& family, const std::string& impl,
+                             ShapeGemm<Input> gemm, const std::vector<GemmShape>& shapes) {
+  detail::register_gemm_row<Input>(family, gemm_input_dtype<Input>(), impl, "", std::move(gemm),
+                                   {}, shapes);
+}
+
+// The TFLOP/s row "<family>/<impl>" measured on `shape` in this run; 0 when it did not run
+// (filtered out, failed, or not runnable). The baseline's impl is gemm_baseline_name().
+inline double measured_gemm_tflops(const std::string& family, const std::string& impl,
+                                   const GemmShape& shape) {
+  const auto& results = detail::gemm_bench_results();
+  const auto found = results.find({family + "/" + impl, to_string(shape)});
+  return found == results.end() ? 0.0 : found->second;
+}
+
+template <typename Input>
+std::string gemm_baseline_name() {
+  return detail::gemm_baseline(gemm_input_dtype<Input>());
+}
+
 }  // namespace course::bench

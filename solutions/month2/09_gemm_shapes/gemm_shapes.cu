@@ -12,8 +12,9 @@
 //    float32 additions, and so every bit of C, is the same on every run.
 //  * A skinny 32 x 128 block tile for M <= 64: a block multiplies 32 rows of A, not 128, so
 //    far fewer rows of zeros (16 instead of 112 at M = 16).
-//  * Odd sizes on the float16 path: predicated loads (mma_split_k.h) instead of m2.07's
-//    one-half-at-a-time fallback.
+//  * Odd sizes on the float16 path: A and B copied into zero-padded, aligned matrices in the
+//    workspace, then the aligned kernel (or, without room, predicated loads, mma_split_k.h),
+//    instead of m2.07's one-half-at-a-time fallback.
 //  * The chooser (shape_chooser.cu, task m2.09c) picks the tile and the number of splits
 //    from the count of output tiles against the count of multiprocessors.
 // The kernels are in the given headers sgemm_split_k.h and mma_split_k.h; README.md explains.
@@ -22,7 +23,10 @@
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 

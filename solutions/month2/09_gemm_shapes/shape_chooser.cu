@@ -11,6 +11,22 @@
 
 namespace course::COURSE_IMPL {  // see course/impl.h
 
+// The rule's thresholds, in one place. Each is a measured decision, to set from the table of
+// the sweep (sweep_gemm_plans.cu: m2_09_gemm_shapes_sweep times every tile x splits on every
+// shape of the benchmark against cuBLAS), not from the arithmetic alone. Today they hold the
+// arithmetic's values (README.md, "The chooser"); where the sweep's fastest plan (<) and the
+// chooser's pick (*) differ, one of these is what to move, and the test's table of decisions
+// (ShapeChooser.DecisionsOnATableOfShapes) and the README's table move with it:
+//  * kSkinnyMaxM (gemm_shapes.h, used in the given part below): up to which M the skinny
+//    tile's row of the table beats the square's;
+//  * kBlocksPerMultiprocessor: the blocks per SM the splits aim for (tiles x splits >= SMs x
+//    this); 1 counts one block per SM, where the square tiles fit two: the row of a
+//    few-tile shape shows whether twice the splits pays;
+//  * kMinKTilesPerSplit (gemm_shapes.h): the shortest split worth its partial: along a row,
+//    where more splits stop paying;
+//  * kMaxSplits (gemm_shapes.h): the most splits, where even long K stops gaining.
+constexpr long long kBlocksPerMultiprocessor = 1;
+
 gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,
                                        int multiprocessors, std::size_t workspace_floats) {
   using namespace gemm_shapes;
@@ -28,7 +44,8 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   const long long tiles =
       static_cast<long long>((M + block_m(plan.tile) - 1) / block_m(plan.tile)) *
       ((N + kBlockN - 1) / kBlockN);
-  long long splits = (multiprocessors + tiles - 1) / tiles;
+  const long long blocks_wanted = kBlocksPerMultiprocessor * multiprocessors;
+  long long splits = (blocks_wanted + tiles - 1) / tiles;
   // Each split must keep at least kMinKTilesPerSplit k-tiles: a shorter one spends its time
   // filling and draining the pipeline and writing its partial C.
   const long long k_tiles = (K + k_tile(precision) - 1) / k_tile(precision);

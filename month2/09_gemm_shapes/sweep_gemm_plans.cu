@@ -1,0 +1,159 @@
+// The measurements the chooser's thresholds come from (shape_chooser.cu): every plan of
+// m2.09, on every shape of the benchmark (bench_gemm_shapes.cu), against cuBLAS in the same
+// run. Not part of the course's recorded benchmarks (its name does not end in _bench); run it
+// by hand after changing a kernel or on a new GPU:
+//
+//   ./build/month2/09_gemm_shapes/m2_09_gemm_shapes_sweep                    (all, ~2 minutes)
+//   ./build/month2/09_gemm_shapes/m2_09_gemm_shapes_sweep --benchmark_filter=sweep_fp16
+//
+// Plans: the square tile, and the skinny one where M <= kSkinnyMaxM, each with 1, 2, 3, 4, 6,
+// 8, 12 and 16 splits, through the reference's planned launchers (sgemm_planned,
+// hgemm_planned) with a workspace of their own large enough for the partials and, in
+// float16, the zero-padded copies of odd sizes. Baselines: cuBLAS SGEMM in float32 with
+// CUBLAS_DEFAULT_MATH (no TF32), and cublasGemmEx with float16 A and B, float32 C and
+// accumulation. Every row is verified against a float64 reference before it is timed
+// (course/gemm_benchmark.h: L2 flushed before every iteration, CUDA events).
+//
+// It prints the Google Benchmark rows (cublas_pct: the plan's share of cuBLAS), then one table
+// per precision: for each shape, each plan's time over cuBLAS's (1.00: as fast as cuBLAS;
+// lower is better), the fastest plan marked <, the chooser's pick marked *. One repetition per
+// row by default (--benchmark_repetitions=N for more: the table then shows the last one).
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "course/benchmark.h"
+#include "course/device_buffer.h"
+#include "course/gemm_benchmark.h"
+#include "gemm_shapes.h"
+
+namespace {
+
+using course::GemmShape;
+using course::gemm_shapes::BlockTile;
+using course::gemm_shapes::GemmPlan;
+using course::gemm_shapes::Precision;
+
+const std::vector<int> kSplits = {1, 2, 3, 4, 6, 8, 12, 16};
+
+// The plans a shape is timed with: square always, skinny where the chooser may pick it.
+std::vector<GemmPlan> plans_for(const GemmShape& shape) {
+  std::vector<GemmPlan> plans;
+  for (BlockTile tile : {BlockTile::square, BlockTile::skinny}) {
+    if (tile == BlockTile::skinny && shape.M > course::gemm_shapes::kSkinnyMaxM) continue;
+    for (int splits : kSplits) plans.push_back(GemmPlan{tile, splits});
+  }
+  return plans;
+}
+
+std::string plan_name(const GemmPlan& plan) {
+  return std::string(plan.tile == BlockTile::square ? "square" : "skinny") + "_splits" +
+         std::to_string(plan.splits);
+}
+
+// One workspace for every row, grown to the largest plan asked for (cudaMalloc outside the
+// timed launches: the first, untimed verification run of a row allocates).
+float* sweep_workspace(std::size_t floats) {
+  static std::unique_ptr<course::DeviceBuffer<float>> buffer;
+  if (!buffer || buffer->size() < floats) {
+    buffer.reset();
+    buffer = std::make_unique<course::DeviceBuffer<float>>(floats > 0 ? floats : 1);
+  }
+  return buffer->data();
+}
+
+template <typename Input>
+void register_sweep(const std::string& family, const std::vector<GemmShape>& shapes) {
+  course::bench::register_gemm_shape_baseline<Input>(family, shapes);
+  for (BlockTile tile : {BlockTile::square, BlockTile::skinny}) {
+    for (int splits : kSplits) {
+      const GemmPlan plan{tile, splits};
+      std::vector<GemmShape> fitting;
+      for (const GemmShape& shape : shapes) {
+        if (tile == BlockTile::square || shape.M <= course::gemm_shapes::kSkinnyMaxM)
+          fitting.push_back(shape);
+      }
+      if (fitting.empty()) continue;
+      course::bench::register_gemm_shape_row<Input>(
+          family, plan_name(plan),
+          [plan](const GemmShape& s, float alpha, const Input* A, const Input* B, float beta,
+                 float* C, cudaStream_t stream) {
+            std::size_t floats = course::gemm_shapes::workspace_floats(plan, s.M, s.N);
+            if constexpr (std::is_same_v<Input, float>) {
+              course::solution::sgemm_planned(plan, s.M, s.N, s.K, alpha, A, B, beta, C,
+                                              sweep_workspace(floats), floats, stream);
+            } else {
+              floats += course::gemm_shapes::padded_copies_floats(s.M, s.N, s.K);
+              course::solution::hgemm_planned(plan, s.M, s.N, s.K, alpha, A, B, beta, C,
+                                              sweep_workspace(floats), floats, stream);
+            }
+          },
+          fitting);
+    }
+  }
+}
+
+// The table of one precision: plan time over cuBLAS time, per shape.
+template <typename Input>
+void print_table(const std::string& family, Precision precision,
+                 const std::vector<GemmShape>& shapes) {
+  const int sms = course::bench::device().sm_count;
+  std::printf(
+      "\n%s (%s): time of each plan / time of %s; < fastest plan, * the chooser's pick "
+      "(%d SMs)\n",
+      family.c_str(), course::bench::precision_label<Input>(),
+      course::bench::gemm_baseline_name<Input>().c_str(), sms);
+  std::printf("%-20s %-7s", "M x N x K", "tile");
+  for (int splits : kSplits) std::printf(" %7s", ("s=" + std::to_string(splits)).c_str());
+  std::printf("\n");
+  for (const GemmShape& shape : shapes) {
+    const double cublas = course::bench::measured_gemm_tflops(
+        family, course::bench::gemm_baseline_name<Input>(), shape);
+    const GemmPlan pick = course::solution::choose_gemm_plan(
+        shape.M, shape.N, shape.K, precision, sms, course::gemm_shapes::kSharedWorkspaceFloats);
+    double best = 0.0;
+    for (const GemmPlan& plan : plans_for(shape))
+      best = std::max(best, course::bench::measured_gemm_tflops(family, plan_name(plan), shape));
+    for (BlockTile tile : {BlockTile::square, BlockTile::skinny}) {
+      if (tile == BlockTile::skinny && shape.M > course::gemm_shapes::kSkinnyMaxM) continue;
+      std::printf("%-20s %-7s", course::to_string(shape).c_str(),
+                  tile == BlockTile::square ? "square" : "skinny");
+      for (int splits : kSplits) {
+        const double mine =
+            course::bench::measured_gemm_tflops(family, plan_name({tile, splits}), shape);
+        if (mine <= 0.0 || cublas <= 0.0) {
+          std::printf(" %7s", "-");
+          continue;
+        }
+        const bool picked = pick.tile == tile && pick.splits == splits;
+        std::printf(" %5.2f%c%c", cublas / mine, mine == best ? '<' : ' ', picked ? '*' : ' ');
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<GemmShape> shapes = {
+      {4096, 4096, 4096}, {4096, 11008, 4096}, {1024, 1024, 8192}, {128, 4096, 4096},
+      {16, 4096, 4096},   {512, 512, 512},     {3000, 5000, 2000}, {4093, 4099, 4097},
+  };
+  register_sweep<float>("sweep_fp32", shapes);
+  register_sweep<__half>("sweep_fp16", shapes);
+  // One repetition unless the command line asks for more (a later flag wins).
+  std::vector<char*> args(argv, argv + argc);
+  std::string one_repetition = "--benchmark_repetitions=1";
+  args.insert(args.begin() + 1, one_repetition.data());
+  const int status = course::bench::run_benchmarks(static_cast<int>(args.size()), args.data());
+  print_table<float>("sweep_fp32", Precision::fp32, shapes);
+  print_table<__half>("sweep_fp16", Precision::fp16, shapes);
+  return status;
+}
