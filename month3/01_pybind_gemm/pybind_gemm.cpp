@@ -28,7 +28,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_fp16.h>
 
-#include "gemm_shapes.h"  // m2.09: choose_gemm_plan, sgemm_planned, hgemm_planned
 #endif
 
 namespace py = pybind11;
@@ -76,7 +75,7 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   //      plan = course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors,
   //      kMaxWorkspaceFloats);
   //   7. its workspace from PyTorch's caching allocator, on this stream:
-  //      floats = gemm_shapes::workspace_floats(plan, M, N) (0 when the plan does not split K);
+  //      floats = gemm_workspace_floats(plan, a, b) (pybind_gemm.h; 0 when nothing is needed);
   //      at::empty({floats}, a.options().dtype(at::kFloat)), its data_ptr<float>() (nullptr
   //      when floats == 0);
   //   8. float32 inputs: course::impl::sgemm_planned(plan, M, N, K, alpha, A, B, beta, C,

@@ -32,15 +32,40 @@
 #define COURSE_WITH_CUDA 0
 #endif
 
+#if COURSE_WITH_CUDA
+#include "gemm_shapes.h"  // m2.09: the plans and their workspace sizes
+#endif
+
 namespace course::m3_01 {
 
 // The largest size the month-2 launchers take: they index with int (course/gemm.h).
 constexpr std::int64_t kMaxElements = std::numeric_limits<int>::max();
 
-// The most workspace (float32 partial products of split-K, m2.09) one call may take from
-// PyTorch's caching allocator: 64 MiB, as much as m2.09's own launchers keep. The shape
-// chooser never plans more splits than fit.
-constexpr std::size_t kMaxWorkspaceFloats = std::size_t{16} << 20;
+#if COURSE_WITH_CUDA
+// The most workspace for split-K's float32 partial products (m2.09) one call plans with:
+// 64 MiB, as much as m2.09's own launchers keep. The shape chooser never plans more splits
+// than fit.
+constexpr std::size_t kMaxWorkspaceFloats = gemm_shapes::kSharedWorkspaceFloats;
+
+// The workspace one call takes from PyTorch's caching allocator: the plan's partial products,
+// and for float16 rows that 16-byte loads cannot read (K or N not a multiple of 8, or a
+// pointer off a 16-byte boundary) room for m2.09's zero-padded copies of A and B, without
+// which hgemm_planned falls back to its slower element-by-element loads (gemm_shapes.h).
+inline std::size_t gemm_workspace_floats(const gemm_shapes::GemmPlan& plan, const at::Tensor& a,
+                                         const at::Tensor& b) {
+  const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)),
+            N = static_cast<int>(b.size(1));
+  std::size_t floats = gemm_shapes::workspace_floats(plan, M, N);
+  const auto off_16_bytes = [](const at::Tensor& t) {
+    return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 != 0;
+  };
+  if (a.scalar_type() == at::kHalf &&
+      (K % 8 != 0 || N % 8 != 0 || off_16_bytes(a) || off_16_bytes(b))) {
+    floats += gemm_shapes::padded_copies_floats(M, N, K);
+  }
+  return floats;
+}
+#endif
 
 // "float32", "float16", "float64", ...: a dtype as Python spells it (torch.float32), for
 // error messages that a PyTorch user reads. Other types keep PyTorch's C++ name.

@@ -27,7 +27,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_fp16.h>
 
-#include "gemm_shapes.h"  // m2.09: choose_gemm_plan, sgemm_planned, hgemm_planned
 #endif
 
 namespace py = pybind11;
@@ -123,16 +122,17 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // The plan for this shape: which block tile and how many splits of K (m2.09's chooser,
   // from the GPU's multiprocessor count). A plan with splits > 1 needs a float32 workspace of
-  // splits x M x N for the partial products: it comes from PyTorch's caching allocator on
-  // this stream, like c (no cudaMalloc per call, and two calls on two streams never share
-  // one). kMaxWorkspaceFloats bounds what the chooser may ask for.
+  // splits x M x N for the partial products (and float16 rows that are not 16-byte aligned,
+  // room for padded copies: gemm_workspace_floats, pybind_gemm.h). It comes from PyTorch's
+  // caching allocator on this stream, like c (no cudaMalloc per call, and two calls on two
+  // streams never share one). kMaxWorkspaceFloats bounds what the chooser may plan.
   const bool fp32 = a.scalar_type() == at::kFloat;
   const gemm_shapes::Precision precision =
       fp32 ? gemm_shapes::Precision::fp32 : gemm_shapes::Precision::fp16;
   const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const gemm_shapes::GemmPlan plan =
       course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors, kMaxWorkspaceFloats);
-  const std::size_t workspace_floats = gemm_shapes::workspace_floats(plan, M, N);
+  const std::size_t workspace_floats = gemm_workspace_floats(plan, a, b);
   const at::Tensor workspace =
       at::empty({static_cast<std::int64_t>(workspace_floats)}, a.options().dtype(at::kFloat));
   float* const w = workspace_floats == 0 ? nullptr : workspace.data_ptr<float>();
