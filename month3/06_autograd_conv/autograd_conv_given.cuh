@@ -66,6 +66,7 @@
 #include "im2col_gemm.h"  // m3.04: conv2d_im2col_gemm (yours or the reference, load_extension.py)
 #include "implicit_gemm.h"  // m3.05: conv2d_implicit_gemm_fp16 / _bf16 (the same)
 #include "conv_split.h"  // grad-input by stride phases, the batch in slices
+#include "conv_grad_weight_tc.h"  // float16 grad-weight on m2.09's tensor-core GEMM
 #include "course/requirements.h"  // compute_capability_shortfall: bfloat16 on m3.05
 
 namespace course {
@@ -746,9 +747,35 @@ cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Te
   return status;
 }
 
+// float16 dw on the tensor cores (conv_grad_weight_tc.h): x in NHWC (copied only when it is
+// not), dy as it comes when NHWC, else NCHW; one batch slice after another, each adding its dw
+// into the float32 dw32 in slice order, rounded to float16 once at the end. Returns an
+// undefined tensor where this GPU cannot run m2.09's kernel (course::UnsupportedDevice): the
+// caller then takes the float32 path.
+at::Tensor grad_weight_fp16_tensor_cores(const char* op, const ConvShape& s,
+                                         const at::Tensor& grad_output, const at::Tensor& input) {
+  if (s.N == 0) return at::zeros({s.K, s.C, s.R, s.S}, input.options());
+  const at::Tensor x = input.contiguous(at::MemoryFormat::ChannelsLast);
+  const bool dy_nhwc =
+      grad_output.is_contiguous(at::MemoryFormat::ChannelsLast) && !grad_output.is_contiguous();
+  const at::Tensor dy = dy_nhwc ? grad_output : grad_output.contiguous();
+  at::Tensor dw32 = at::empty({s.K, grad_weight_tc_columns(s)}, input.options().dtype(at::kFloat));
+  try {
+    for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int n0, int images) {
+      grad_weight_tc_slice(op, batch_slice(s, images), dy.narrow(0, n0, images), dy_nhwc,
+                           x.narrow(0, n0, images), dw32, n0 > 0);
+    });
+  } catch (const UnsupportedDevice&) {
+    return at::Tensor();
+  }
+  return grad_weight_from_padded(s, dw32);
+}
+
 // dw by cuBLAS GEMMs in true float32 (float64 for float64), one batch slice after another
-// (grad_weight_gemm), each adding its dw to the previous ones' in slice order; float16 and
-// bfloat16 are converted to float32 a slice at a time and dw rounded once at the end.
+// (grad_weight_gemm), each adding its dw to the previous ones' in slice order. float16 runs
+// on the tensor cores instead (grad_weight_fp16_tensor_cores), unless this GPU cannot run
+// m2.09's kernel; bfloat16 (m2.09 has no bfloat16 GEMM) is converted to float32 a slice at a
+// time, and its dw rounded once at the end.
 at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tensor& input,
                                    const at::Tensor& weight, at::IntArrayRef stride,
                                    at::IntArrayRef padding, at::IntArrayRef dilation) {
@@ -756,6 +783,10 @@ at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tens
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
   const c10::cuda::CUDAGuard device_guard(input.device());
+  if (input.scalar_type() == at::kHalf) {
+    const at::Tensor dw = grad_weight_fp16_tensor_cores(op, s, grad_output, input);
+    if (dw.defined()) return dw;
+  }
   const at::ScalarType dtype = accumulation_dtype(input.scalar_type());
   at::Tensor dw = at::zeros({s.K, s.C, s.R, s.S}, grad_output.options().dtype(dtype));
   if (s.N == 0) return dw.to(input.scalar_type());
