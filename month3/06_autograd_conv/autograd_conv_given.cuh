@@ -23,16 +23,21 @@
 //   grad-weight      conv2d_grad_weight_direct: one block per dw element, the block's
 //                    threads each summing a strided part of the N * P * Q products
 //                    (grad_weight_partial, your task m3.06b), then one block reduction in a
-//                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as cuBLAS GEMMs
-//                    in true float32 (or float64), X_col written by m3.04's im2col: the
+//                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as a GEMM: the
 //                    reduction over N * P * Q is what a GEMM is built for, split into slices
 //                    whose partial dw are added in a fixed order (split-K), so that the
-//                    small K x CRS output fills the GPU.
+//                    small K x CRS output fills the GPU. float32 and float64: cuBLAS GEMMs
+//                    in true float32 (float64), X_col written by m3.04's im2col (NCHW);
+//                    bfloat16 (m2.09 has no bfloat16 GEMM): the same from float32 copies of
+//                    dy and x, rounded once.
+//                    float16: m2.09's split-K GEMM on the tensor cores (conv_grad_weight_tc.h),
+//                    dW[K x RSC] = dYt[K x NPQ] * X_col[NPQ x RSC] with X_col from x in NHWC,
+//                    accumulating in float32 and rounding once (the float32 path where this GPU
+//                    cannot run m2.09's kernel).
 //   grad-bias        a few blocks per output channel, each a strided sum per thread and
 //                    m2.06's warp reduction (grad_bias_kernel, your task m3.06c), then the
 //                    parts added in a fixed order.
-// float16 and bfloat16 grad-weight and grad-bias are computed in float32 from float32 copies
-// and rounded once: correct, not fast (a tensor-core wgrad is a next step, README.md).
+// The float16 and bfloat16 grad-bias is summed in float32 from float32 copies, rounded once.
 // A batch whose tensors reach 2^31 elements runs as slices of whole images (conv_split.h);
 // dw and db add the slices' partial sums in slice order.
 // Every launch runs on PyTorch's current stream and is checked (C10_CUDA_KERNEL_LAUNCH_CHECK).

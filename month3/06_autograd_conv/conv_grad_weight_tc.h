@@ -26,10 +26,10 @@
 // one after another (beta = 1): no atomics, so two runs give the same bits.
 #pragma once
 
-#include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>  // getCurrentCUDAStream, getCurrentDeviceProperties
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
