@@ -39,6 +39,7 @@
 #include <type_traits>
 
 #include "course/conv.h"
+#include "course/launch.h"        // ceil_div, kMaxGridY
 #include "course/requirements.h"  // course::UnsupportedDevice
 #include "gemm_shapes.h"          // m2.09: choose_gemm_plan, hgemm_planned (yours or the reference)
 
@@ -70,7 +71,6 @@ using HalfChunk = std::conditional_t<
 
 constexpr int kIm2colThreads = 256;      // a block: column threads x row threads
 constexpr int kIm2colRowsPerThread = 8;  // a thread's run of rows: (n, p, q) stepped, not divided
-constexpr int kMaxGridY = 65535;
 
 // X_col [rows_padded][columns_padded] of the chunk of images x (NHWC, s.N images):
 //   X_col[l][(r S + t) C + c] = x[n][h][w][c],  l = (n P + p) Q + q,
@@ -276,8 +276,10 @@ void grad_weight_tc_slice(const char* op, const ConvShape& s, const at::Tensor& 
   const std::int64_t columns = s.gemm_k(), columns_padded = grad_weight_tc_columns(s);
   const auto* x_data = reinterpret_cast<const __half*>(x.data_ptr<at::Half>());
   const auto* dy_data = reinterpret_cast<const __half*>(dy.data_ptr<at::Half>());
+  // X_col is x itself for the chunks whose rows need no padding (every chunk when P Q % 8 == 0).
   const bool direct = x_is_its_own_x_col(s, x_data);
-  const std::int64_t per_image = pixels * ((direct ? 0 : columns_padded) + s.K);
+  const bool never_copied = direct && pixels % kGemmAlignment == 0;
+  const std::int64_t per_image = pixels * ((never_copied ? 0 : columns_padded) + s.K);
   const int chunk = static_cast<int>(
       std::max<std::int64_t>(1, std::min<std::int64_t>(s.N, kChunkElements / per_image)));
   const std::int64_t max_rows = round_up_to_gemm_alignment(chunk * pixels);

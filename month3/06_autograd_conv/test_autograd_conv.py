@@ -1258,12 +1258,14 @@ class Float16GradWeightCudaTest(_CudaBase):
 
     def test_batch_slices(self):
         # COURSE_CONV_MAX_ELEMENTS low: the batch runs in slices of 2 images, each adding into
-        # dw; in NHWC (the slices are views into x and dy) and NCHW.
-        c = case("Slices_C16_K24_3x3", 7, 16, 9, 10, 24, 3, 3, 1, 1)
-        per_image = max(c.c, c.k) * c.h * c.w
-        for layouts in (("nhwc", "nhwc"), ("nchw", "nhwc"), ("nchw", "nchw")):
-            with self.subTest(x=layouts[0], dy=layouts[1]), max_elements(2 * per_image):
-                self.check(c, SEED + 7400, *layouts)
+        # dw; in NHWC (the slices are views into x and dy) and NCHW. In the 1 x 1 case, X_col is
+        # x itself for the slices of 2 images (8 pixels) and a padded copy for the last one (4).
+        for i, c in enumerate((case("Slices_C16_K24_3x3", 7, 16, 9, 10, 24, 3, 3, 1, 1),
+                               case("Slices_C8_K8_1x1", 5, 8, 2, 2, 8, 1, 1))):
+            per_image = max(c.c, c.k) * c.h * c.w
+            for layouts in (("nhwc", "nhwc"), ("nchw", "nhwc"), ("nchw", "nchw")):
+                with self.subTest(case=c.name, x=layouts[0], dy=layouts[1]), max_elements(2 * per_image):
+                    self.check(c, SEED + 7400 + 10 * i, *layouts)
 
 
 # ---- autocast and double backward ----
