@@ -28,16 +28,21 @@
 //   grad-weight      conv2d_grad_weight_direct: one block per dw element, the block's
 //                    threads each summing a strided part of the N * P * Q products
 //                    (grad_weight_partial, your task m3.06b), then one block reduction in a
-//                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as cuBLAS GEMMs
-//                    in true float32 (or float64), X_col written by m3.04's im2col: the
+//                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as a GEMM: the
 //                    reduction over N * P * Q is what a GEMM is built for, split into slices
 //                    whose partial dw are added in a fixed order (split-K), so that the
-//                    small K x CRS output fills the GPU.
+//                    small K x CRS output fills the GPU. float32 and float64: cuBLAS GEMMs
+//                    in true float32 (float64), X_col written by m3.04's im2col (NCHW);
+//                    bfloat16 (m2.09 has no bfloat16 GEMM): the same from float32 copies of
+//                    dy and x, rounded once.
+//                    float16: m2.09's split-K GEMM on the tensor cores (conv_grad_weight_tc.h),
+//                    dW[K x RSC] = dYt[K x NPQ] * X_col[NPQ x RSC] with X_col from x in NHWC,
+//                    accumulating in float32 and rounding once (the float32 path where this GPU
+//                    cannot run m2.09's kernel).
 //   grad-bias        a few blocks per output channel, each a strided sum per thread and
 //                    m2.06's warp reduction (grad_bias_kernel, your task m3.06c), then the
 //                    parts added in a fixed order.
-// float16 and bfloat16 grad-weight and grad-bias are computed in float32 from float32 copies
-// and rounded once: correct, not fast (a tensor-core wgrad is a next step, README.md).
+// The float16 and bfloat16 grad-bias is summed in float32 from float32 copies, rounded once.
 // A batch whose tensors reach 2^31 elements runs as slices of whole images (conv_split.h);
 // dw and db add the slices' partial sums in slice order.
 // Tuning and test knobs, environment variables read at every call (conv_split.h, where a
@@ -77,6 +82,7 @@
 #include "implicit_gemm.h"  // m3.05: conv2d_implicit_gemm_fp16 / _bf16 (the same)
 #include "conv_split.h"  // grad-input by stride phases, the batch in slices, the budgets
 #include "conv_grad_input_cols.h"  // float32 grad-input, few input channels: GEMM + col2im
+#include "conv_grad_weight_tc.h"   // float16 grad-weight on m2.09's tensor-core GEMM
 #include "course/requirements.h"  // compute_capability_shortfall: bfloat16 on m3.05
 
 namespace course {
@@ -833,9 +839,35 @@ cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Te
   return status;
 }
 
+// float16 dw on the tensor cores (conv_grad_weight_tc.h): x in NHWC (copied only when it is
+// not), dy as it comes when NHWC, else NCHW; one batch slice after another, each adding its dw
+// into the float32 dw32 in slice order, rounded to float16 once at the end. Returns an
+// undefined tensor where this GPU cannot run m2.09's kernel (course::UnsupportedDevice): the
+// caller then takes the float32 path.
+at::Tensor grad_weight_fp16_tensor_cores(const char* op, const ConvShape& s,
+                                         const at::Tensor& grad_output, const at::Tensor& input) {
+  if (s.N == 0) return at::zeros({s.K, s.C, s.R, s.S}, input.options());
+  const at::Tensor x = input.contiguous(at::MemoryFormat::ChannelsLast);
+  const bool dy_nhwc =
+      grad_output.is_contiguous(at::MemoryFormat::ChannelsLast) && !grad_output.is_contiguous();
+  const at::Tensor dy = dy_nhwc ? grad_output : grad_output.contiguous();
+  at::Tensor dw32 = at::empty({s.K, grad_weight_tc_columns(s)}, input.options().dtype(at::kFloat));
+  try {
+    for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int n0, int images) {
+      grad_weight_tc_slice(op, batch_slice(s, images), dy.narrow(0, n0, images), dy_nhwc,
+                           x.narrow(0, n0, images), dw32, n0 > 0);
+    });
+  } catch (const UnsupportedDevice&) {
+    return at::Tensor();
+  }
+  return grad_weight_from_padded(s, dw32);
+}
+
 // dw by cuBLAS GEMMs in true float32 (float64 for float64), one batch slice after another
-// (grad_weight_gemm), each adding its dw to the previous ones' in slice order; float16 and
-// bfloat16 are converted to float32 a slice at a time and dw rounded once at the end.
+// (grad_weight_gemm), each adding its dw to the previous ones' in slice order. float16 runs
+// on the tensor cores instead (grad_weight_fp16_tensor_cores), unless this GPU cannot run
+// m2.09's kernel; bfloat16 (m2.09 has no bfloat16 GEMM) is converted to float32 a slice at a
+// time, and its dw rounded once at the end.
 at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tensor& input,
                                    const at::Tensor& weight, at::IntArrayRef stride,
                                    at::IntArrayRef padding, at::IntArrayRef dilation) {
@@ -843,6 +875,10 @@ at::Tensor conv2d_grad_weight_cuda(const at::Tensor& grad_output, const at::Tens
   const ConvShape s = check_conv_arguments(op, input, weight, {}, stride, padding, dilation);
   check_grad_output(op, s, grad_output, input);
   const c10::cuda::CUDAGuard device_guard(input.device());
+  if (input.scalar_type() == at::kHalf) {
+    const at::Tensor dw = grad_weight_fp16_tensor_cores(op, s, grad_output, input);
+    if (dw.defined()) return dw;
+  }
   const at::ScalarType dtype = accumulation_dtype(input.scalar_type());
   at::Tensor dw = at::zeros({s.K, s.C, s.R, s.S}, grad_output.options().dtype(dtype));
   if (s.N == 0) return dw.to(input.scalar_type());

@@ -42,8 +42,9 @@ from torch import nn
 from course_harness import requirements  # on the path: load_extension.py puts it there
 
 # float16 and bfloat16 run on CUDA only: the forward and grad-input on m3.05's tensor cores
-# (channels_last), grad-weight and grad-bias by the float32 kernels, rounded once. The CPU
-# kernels are float32 and float64.
+# (channels_last), the float16 grad-weight on m2.09's (bfloat16's by the float32 kernels), and
+# grad-bias by the float32 kernels, each summed in float32 and rounded once. The CPU kernels are
+# float32 and float64.
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 CPU_DTYPES = (torch.float32, torch.float64)
 

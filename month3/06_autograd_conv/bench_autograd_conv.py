@@ -11,8 +11,8 @@ are set to False), fp16 rows with float16 channels_last tensors (model and input
   conv_fwd_bwd_fp16/cudnn_nn_conv2d/ResNet_...   nn.Conv2d in float16 channels_last (cuDNN's
                                                  tensor-core kernels, forward and backward)
   conv_fwd_bwd_fp16/solution/ResNet_...          the reference Conv2d: m3.05's forward and
-                                                 grad-input (stride phases), grad-weight and
-                                                 grad-bias by the float32 operators
+                                                 grad-input (stride phases), m2.09's GEMM for
+                                                 grad-weight, grad-bias by the float32 operators
   conv_bwd_parts_fp32/solution/<part>/ResNet_... each backward operator alone (--parts):
                                                  grad_input (the stride phases: each a
                                                  forward through the kernel table; float32 with

@@ -40,7 +40,8 @@ and torch.backends.cuda.matmul.allow_tf32 are both set to False); fp16 is float1
 channels_last (NHWC activations, KRSC weights; the model by model.half() and
 .to(memory_format=torch.channels_last)). The course's float16 forward is m3.05's implicit
 GEMM; its float16 grad-input runs the stride phases on that implicit GEMM, its grad-weight
-and grad-bias the float32 kernels on float32 copies (autograd_conv_given.cuh).
+m2.09's split-K GEMM on the tensor cores (conv_grad_weight_tc.h), and its grad-bias the float32
+kernels on float32 copies (autograd_conv_given.cuh).
 
 Every row is checked before it is timed. Per layer, each result (the course's and cuDNN's)
 against the float64 answer of the same (rounded) inputs: the course's within conv_tolerance

@@ -6,16 +6,17 @@
     ops = load_extension.load_ops("exercise")         # torch.ops.m3_06_exercise
 
 The first call compiles autograd_conv.cpp (the schemas and CPU kernels) and, where this
-PyTorch and machine have CUDA, autograd_conv.cu together with the forward's kernels into one
-library (EARLIER_SOURCES): m3.05's implicit GEMM (float16, bfloat16), m3.04's im2col + GEMM
-(with the m2.05 SGEMM it can call) and m3.03's direct convolution (float32). It loads the
-library (its TORCH_LIBRARY blocks register the operators), then imports autograd_conv.py of
-the same version (which imports the given autograd_conv_given.py of this folder) and binds it
-to them.
+PyTorch and machine have CUDA, autograd_conv.cu together with earlier exercises' kernels into
+one library (EARLIER_SOURCES): the forward's (m3.05's implicit GEMM for float16 and bfloat16,
+m3.04's im2col + GEMM with the m2.05 SGEMM it can call, m3.03's direct convolution for
+float32) and m2.09's split-K GEMM (the float16 grad-weight). It loads the library (its
+TORCH_LIBRARY blocks register the operators), then imports autograd_conv.py of the same
+version (which imports the given autograd_conv_given.py of this folder) and binds it to them.
 
-Whose earlier kernels: your m3.06 is built with YOUR m3.05, m3.04, m3.03 and m2.05, so the
-forward runs the kernels you wrote. If one of them does not pass its tests yet, build with the
-references instead:  COURSE_EARLIER_KERNELS=solution ./course grade m3_06
+Whose earlier kernels: your m3.06 is built with YOUR m3.05, m3.04, m3.03, m2.05 and m2.09, so
+the forward and the float16 grad-weight run the kernels you wrote. If one of them does not
+pass its tests yet, build with the references instead:
+    COURSE_EARLIER_KERNELS=solution ./course grade m3_06
 The reference m3.06 always uses the references. How and where it builds:
 common/python/course_harness/extension.py.
 """
@@ -42,9 +43,10 @@ def namespace(impl):
     return f"m3_06_{impl}"
 
 
-# The forward's kernels from earlier exercises, (exercise, file), compiled into the extension
-# with CUDA: m3.05's implicit GEMM (float16, bfloat16), m3.04's im2col + GEMM and the m2.05
-# SGEMM it can call, then m3.03's direct convolution. tools/check_course.py reads this list:
+# The kernels from earlier exercises, (exercise, file), compiled into the extension with
+# CUDA: the forward's (m3.05's implicit GEMM for float16 and bfloat16, m3.04's im2col + GEMM
+# and the m2.05 SGEMM it can call, m3.03's direct convolution) and m2.09's split-K GEMM, which
+# runs the float16 grad-weight on the tensor cores. tools/check_course.py reads this list:
 # the lesson's "Builds on" line names these exercises.
 EARLIER_SOURCES = (
     ("m3_05", "conv2d_implicit_gemm.cu"),
@@ -53,6 +55,8 @@ EARLIER_SOURCES = (
     ("m2_05", "sgemm_2d_register_tile.cu"),
     ("m3_03", "conv2d_direct_naive.cu"),
     ("m3_03", "conv2d_direct_tiled.cu"),
+    ("m2_09", "gemm_shapes.cu"),
+    ("m2_09", "shape_chooser.cu"),
 )
 
 
@@ -78,7 +82,7 @@ def load_ops(impl="exercise", verbose=None):
     """Builds (if needed) and loads one version; returns its torch.ops namespace."""
     folder = paths.source_dir(EXERCISE, impl)
     ns = namespace(impl)
-    earlier = paths.earlier_impl(impl)  # whose m3.03, m3.04, m3.05, m2.05 (COURSE_EARLIER_KERNELS)
+    earlier = paths.earlier_impl(impl)  # whose m3.03 .. m3.05, m2.05, m2.09 (COURSE_EARLIER_KERNELS)
     # Other earlier kernels make another library: its own name, so its own build folder.
     name = ns if earlier == impl else f"{ns}_with_{earlier}_kernels"
     return extension.load(
@@ -86,15 +90,17 @@ def load_ops(impl="exercise", verbose=None):
         sources=[folder / "autograd_conv.cpp"],
         cuda_sources=[folder / "autograd_conv.cu", *earlier_sources(earlier)],
         # COURSE_IMPL: every launcher of the library lives in course::<impl>, the earlier
-        # exercises' too, and m3.04 calls the m2.05 SGEMM there (COURSE_M205_IMPL).
+        # exercises' too: m3.04 calls the m2.05 SGEMM there (COURSE_M205_IMPL), and the
+        # float16 grad-weight m2.09's GEMM (impl::hgemm_planned).
         impl=impl,
         namespace=ns,
         # conv_backward.h from the version's own folder first, then autograd_conv.h (given,
         # in month3/06 only), the earlier exercises' headers (direct_conv.h, im2col_gemm.h,
-        # implicit_gemm.h, register_tiling.h), and the toolkit's cuda_runtime.h.
+        # implicit_gemm.h, register_tiling.h, gemm_shapes.h), month2 itself (m2.09 includes
+        # m2.07's header as "07_wmma/mma_gemm_pipeline.h") and the toolkit's cuda_runtime.h.
         include_dirs=[folder, HERE, ROOT / "month3" / "03_direct_conv", ROOT / "month3" / "04_im2col_gemm",
                       ROOT / "month3" / "05_implicit_gemm", ROOT / "month2" / "05_register_tiling",
-                      cuda_toolkit_include()],
+                      ROOT / "month2" / "09_gemm_shapes", ROOT / "month2", cuda_toolkit_include()],
         defines=[f"COURSE_OPS={ns}", f"COURSE_M205_IMPL={impl}"],
         with_course_runtime=True,  # the earlier kernels' CUDA_CHECK reports through it
         verbose=verbose,

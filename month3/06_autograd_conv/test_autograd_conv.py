@@ -24,7 +24,7 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import load_extension  # noqa: E402  (it puts common/python on the path too)
 from course_harness import requirements, testing  # noqa: E402
-from course_harness.conv_shapes import TEST_CASES, case  # noqa: E402
+from course_harness.conv_shapes import TEST_CASES, case, output_size  # noqa: E402
 from course_harness.testing import CudaTestCase, random_tensor, skip_unless  # noqa: E402
 
 IMPL = testing.IMPL
@@ -40,9 +40,10 @@ HINT_WGRAD_GEMM = ("conv2d_grad_weight on the GPU is given code, cuBLAS GEMMs ov
                    "im2col writes in float32: if ./course grade m3_04 fails, fix it first, or run with "
                    "COURSE_EARLIER_KERNELS=solution; TODO(m3.06b) is graded by conv2d_grad_weight_direct")
 HINT_REDUCED = ("float16 and bfloat16 are given code around earlier exercises: the forward and grad-input "
-                "run your m3.05 implicit GEMM (if ./course grade m3_05 fails, fix it first, or run with "
-                "COURSE_EARLIER_KERNELS=solution), grad-weight and grad-bias the float32 operators over "
-                "your TODO(m3.06b) and TODO(m3.06c)")
+                "run your m3.05 implicit GEMM, the float16 grad-weight your m2.09 split-K GEMM "
+                "(TODO(m2.09a) to TODO(m2.09c)): if ./course grade m3_05 or m2_09 fails, fix it first, or run "
+                "with COURSE_EARLIER_KERNELS=solution; grad-bias (and bfloat16's grad-weight) run the float32 "
+                "operators, grad-bias over your TODO(m3.06c)")
 HINT_BIAS_CPU = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cpp (conv2d_grad_bias_cpu's loop)"
 HINT_BIAS_CUDA = f"look at TODO(m3.06c) in {FOLDER}/autograd_conv.cu (grad_bias_kernel's reduction)"
 HINT_WIRING = (f"look at TODO(m3.06d) in {FOLDER}/autograd_conv.py (conv2d_backward: which "
@@ -1288,6 +1289,125 @@ class LargeTensorChecksCpuTest(unittest.TestCase):
         message = str(raised.exception)
         self.assertIn("shape", message, HINT_GIVEN)
         self.assertNotIn("2^31", message, f"a batch of small images must not be refused for its size. {HINT_GIVEN}")
+
+
+# ---- the float16 grad-weight on the tensor cores ----
+# conv2d_grad_weight in float16 is dW[K x (R S C)] = dYt[K x N P Q] * X_col[N P Q x (R S C)] on
+# m2.09's split-K GEMM (conv_grad_weight_tc.h): X_col from x in NHWC (x itself for a 1 x 1
+# filter with stride 1 and no padding), dYt transposed from dy (NHWC) or copied (NCHW), both
+# padded with zeros to multiples of 8, in chunks of whole images added one after another.
+# bfloat16 keeps the float32 operators (m2.09 has no bfloat16 GEMM).
+HINT_WGRAD_TC = ("the float16 grad-weight is given code (conv_grad_weight_tc.h, autograd_conv_given.cuh) "
+                 "over your m2.09 split-K GEMM, TODO(m2.09a) to TODO(m2.09c) in month2/09_gemm_shapes: if "
+                 "./course grade m2_09 fails, fix it first, or run with COURSE_EARLIER_KERNELS=solution")
+LAYOUTS = {"nchw": torch.contiguous_format, "nhwc": torch.channels_last}
+
+
+def poison_grad_weight_buffers(c):
+    """NaN in freed blocks the size of the float16 grad-weight's X_col, dYt and float32 dW
+    (the padding rows and columns included), so that an element no kernel writes is NaN."""
+    p, q = output_size(c)
+    rows = -(-c.n * p * q // 8) * 8
+    columns = -(-c.c * c.r * c.s // 8) * 8
+    junk = [torch.full((n,), float("nan"), dtype=dtype, device="cuda")
+            for n, dtype in ((rows * columns, torch.float16), (c.k * rows, torch.float16),
+                             (c.k * columns, torch.float32))]
+    del junk
+
+
+def fp16_grad_weight(c, seed, x_layout="nhwc", dy_layout="nhwc"):
+    """(dw, the float64 reference rounded to float16) for case c, x and dy in the layouts named."""
+    x, w, _ = make_inputs(c, seed, torch.float16, "cuda", bias=False)
+    dy = dy_for(reference_forward(c, x, w, None), seed + 3)
+    _, expected = reference_grads(c, x, w, dy)
+    poison_grad_weight_buffers(c)
+    dw = ops().conv2d_grad_weight(dy.contiguous(memory_format=LAYOUTS[dy_layout]),
+                                  x.contiguous(memory_format=LAYOUTS[x_layout]), w, *conv_args(c))
+    return dw, expected
+
+
+class Float16GradWeightCudaTest(_CudaBase):
+    """conv2d_grad_weight in float16 on the tensor cores, against float64 references: the shapes
+    that take each of its paths, every layout of x and dy, chunks of images, batch slices, and
+    bitwise reproducibility."""
+
+    CASES = [
+        # C = 3 (one half per load): 147 columns, padded to 152; a 7 x 7 stride-2 stem
+        case("Stem_C3_K64_7x7_Stride2", 2, 3, 30, 28, 64, 7, 7, 2, 3),
+        # 1 x 1 with stride 2: X_col is a copy of every other pixel
+        case("C16_K8_1x1_Stride2", 3, 16, 11, 10, 8, 1, 1, 2, 0),
+        # 1 x 1, stride 1, 96 pixels: X_col is x itself
+        case("C16_K24_1x1", 2, 16, 8, 6, 24, 1, 1),
+        # the same with 105 pixels, not a multiple of 8: X_col is a padded copy
+        case("C24_K40_1x1_OddPixels", 3, 24, 7, 5, 40, 1, 1),
+        # K = 40: the transpose's 32 x 32 tiles overhang dy's channels
+        case("C8_K40_3x3_Stride2", 2, 8, 9, 13, 40, 3, 3, 2, 1),
+        # C % 4 == 0 (8-byte loads), dilation 2
+        case("C12_K20_Dilation2", 2, 12, 13, 11, 20, 3, 3, 1, 2, 2),
+        # C % 2 == 0 (4-byte loads), R != S, asymmetric stride, padding and dilation, K = 70
+        case("C6_K70_5x3_Asym", 3, 6, 14, 17, 70, 5, 3, stride=(2, 1), padding=(2, 0), dilation=(1, 2)),
+        # 16-byte loads, and a reduction long enough for m2.09 to split it
+        case("C64_28_K64_3x3", 4, 64, 28, 28, 64, 3, 3, 1, 1),
+    ]
+
+    def check(self, c, seed, x_layout, dy_layout):
+        dw, expected = fp16_grad_weight(c, seed, x_layout, dy_layout)
+        what = f"conv2d_grad_weight {c.name} float16, x {x_layout}, dy {dy_layout}"
+        self.assertEqual((dw.dtype, tuple(dw.shape)), (torch.float16, (c.k, c.c, c.r, c.s)),
+                         f"{what}: dw must be float16 [K, C, R, S]. {HINT_WGRAD_TC}")
+        self.assertTrue(dw.is_contiguous(), f"{what}: dw must be contiguous (the fake kernel's layout), "
+                        f"got strides {dw.stride()}. {HINT_WGRAD_TC}")
+        p, q = output_size(c)
+        rtol, atol = tolerance(torch.float16, c.n * p * q)
+        testing.assert_close(dw, expected, rtol=rtol, atol=atol,
+                             what=f"{what} vs torch.nn.grad.conv2d_weight", hint=HINT_WGRAD_TC)
+        return dw
+
+    def test_matches_conv2d_weight(self):
+        for i, c in enumerate(self.CASES):
+            for x_layout, dy_layout in (("nhwc", "nhwc"), ("nchw", "nchw")):
+                with self.subTest(case=c.name, x=x_layout, dy=dy_layout):
+                    self.check(c, SEED + 7000 + 10 * i, x_layout, dy_layout)
+
+    def test_every_layout_gives_the_same_bits(self):
+        # The GEMM's operands are the same whatever the layouts (x is read in NHWC, dy as a
+        # [K x N P Q] matrix): so is every bit of dw.
+        for i, c in enumerate(self.CASES[:3] + self.CASES[-1:]):
+            with self.subTest(case=c.name):
+                results = {(xl, dl): self.check(c, SEED + 7100 + 10 * i, xl, dl)
+                           for xl in LAYOUTS for dl in LAYOUTS}
+                first = results[("nhwc", "nhwc")]
+                for layouts, dw in results.items():
+                    self.assertTrue(torch.equal(dw, first), f"{c.name}: dw with x {layouts[0]} and dy "
+                                    f"{layouts[1]} differs from x nhwc, dy nhwc. {HINT_WGRAD_TC}")
+
+    def test_bitwise_reproducible(self):
+        for i, c in enumerate((self.CASES[0], self.CASES[-1])):
+            with self.subTest(case=c.name):
+                first, _ = fp16_grad_weight(c, SEED + 7200 + 10 * i)
+                second, _ = fp16_grad_weight(c, SEED + 7200 + 10 * i)
+                self.assertTrue(torch.equal(first, second),
+                                f"{c.name}: float16 dw differs between two runs (atomics?). {HINT_WGRAD_TC}")
+
+    def test_chunks_of_images(self):
+        # One image's X_col (52 x 52 pixels by 7 x 7 x 512 columns: 68 million halves) takes more
+        # than half of the chunk budget (2^27 halves of X_col and dYt): each of the 3 images is a
+        # chunk of its own, a GEMM adding into dw after the first.
+        c = case("Chunks_C512_52_K8_7x7", 3, 512, 52, 52, 8, 7, 7, 1, 3)
+        for layouts in (("nhwc", "nhwc"), ("nchw", "nchw")):
+            with self.subTest(x=layouts[0], dy=layouts[1]):
+                self.check(c, SEED + 7300, *layouts)
+
+    def test_batch_slices(self):
+        # COURSE_CONV_MAX_ELEMENTS low: the batch runs in slices of 2 images, each adding into
+        # dw; in NHWC (the slices are views into x and dy) and NCHW. In the 1 x 1 case, X_col is
+        # x itself for the slices of 2 images (8 pixels) and a padded copy for the last one (4).
+        for i, c in enumerate((case("Slices_C16_K24_3x3", 7, 16, 9, 10, 24, 3, 3, 1, 1),
+                               case("Slices_C8_K8_1x1", 5, 8, 2, 2, 8, 1, 1))):
+            per_image = max(c.c, c.k) * c.h * c.w
+            for layouts in (("nhwc", "nhwc"), ("nchw", "nhwc"), ("nchw", "nchw")):
+                with self.subTest(case=c.name, x=layouts[0], dy=layouts[1]), max_elements(2 * per_image):
+                    self.check(c, SEED + 7400 + 10 * i, *layouts)
 
 
 # ---- autocast and double backward ----

@@ -5,8 +5,8 @@
     capstone = load_extension.load_capstone("exercise")  # capstone_cnn.py: your TODOs
 
 Whose m3.06: the capstone of the exercise trains with YOUR m3.06 Conv2d (month3/06_autograd_conv,
-whose extension compiles YOUR m3.05, m3.04, m3.03 and m2.05 forward kernels, see that folder's
-load_extension.py); the reference capstone trains with the reference m3.06. If your m3.06 does
+whose extension compiles YOUR m3.05, m3.04, m3.03 and m2.05 forward kernels and m2.09 GEMM, see
+that folder's load_extension.py); the reference capstone trains with the reference m3.06. If your m3.06 does
 not pass its tests yet, train your capstone with the reference Conv2d instead:
 
     COURSE_EARLIER_KERNELS=solution ./course grade m3_07
