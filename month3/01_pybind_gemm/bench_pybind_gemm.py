@@ -109,38 +109,13 @@ def load(impl, rows, names):
         return None
 
 
-def tflops(n):
-    return lambda ms: 2.0 * n ** 3 / (ms * 1e-3) / 1e12
-
-
-def bench_gemm_size(rows, timer, modules, n, family, dtype, label):
-    """The rows of one size and precision; the tensors are freed when it returns."""
-    generator = torch.Generator(device="cuda").manual_seed(testing.SEED + n)
-    a = (torch.rand(n, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
-    b = (torch.rand(n, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
-    check = checker(torch.matmul(a.double(), b.double()), dtype, n)
-    size = f"n:{n}"
-    torch_label = "fp32, TF32 off" if dtype == torch.float32 else "fp16 in, fp16 out, fp32 accumulate"
-    benchmarking.measure(rows, timer, f"{family}/torch_matmul/{size}", lambda: torch.matmul(a, b), check,
-                         TFLOPS=tflops(n), label=torch_label)
-    out = torch.empty(n, n, device="cuda")
-    for impl, module in modules.items():
-        name = f"{family}/{impl}/{size}"
-        if module is None:
-            rows.append({"name": name, "error": f"the {impl} extension did not load"})
-            continue
-        # out= preallocated: the same allocation-free call a training loop would make.
-        benchmarking.measure(rows, timer, name, lambda: module.optimized_gemm(a, b, out=out), check,
-                             TFLOPS=tflops(n), label=label + ", out=")
-
-
-def bench_shape(rows, timer, modules, m, n, k, family, dtype, label):
-    """The rows of one M x N x K shape and precision (the shapes_* table)."""
-    generator = torch.Generator(device="cuda").manual_seed(testing.SEED + m + 7 * n + 13 * k)
+def bench_product(rows, timer, modules, family, size, m, n, k, dtype, label, seed):
+    """The rows of one M x N x K product and precision, named <family>/<impl>/<size>: torch.matmul,
+    then each implementation's optimized_gemm; the tensors are freed when it returns."""
+    generator = torch.Generator(device="cuda").manual_seed(seed)
     a = (torch.rand(m, k, device="cuda", generator=generator) * 2 - 1).to(dtype)
     b = (torch.rand(k, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
     check = checker(torch.matmul(a.double(), b.double()), dtype, k)
-    size = f"M:{m}/N:{n}/K:{k}"
     rate = lambda ms: 2.0 * m * n * k / (ms * 1e-3) / 1e12  # noqa: E731
     torch_label = "fp32, TF32 off" if dtype == torch.float32 else "fp16 in, fp16 out, fp32 accumulate"
     benchmarking.measure(rows, timer, f"{family}/torch_matmul/{size}", lambda: torch.matmul(a, b), check,
@@ -151,6 +126,7 @@ def bench_shape(rows, timer, modules, m, n, k, family, dtype, label):
         if module is None:
             rows.append({"name": name, "error": f"the {impl} extension did not load"})
             continue
+        # out= preallocated: the same allocation-free call a training loop would make.
         benchmarking.measure(rows, timer, name, lambda: module.optimized_gemm(a, b, out=out), check,
                              TFLOPS=rate, label=label + ", out=")
 
@@ -160,7 +136,8 @@ def bench_shapes(rows, args, timer, modules):
         m, n, k = parse_shape(text)
         for family, dtype, label in (("shapes_fp32", torch.float32, "fp32 in, fp32 out"),
                                      ("shapes_fp16", torch.float16, "fp16 in, fp32 accumulate, fp32 out")):
-            bench_shape(rows, timer, modules, m, n, k, family, dtype, label)
+            bench_product(rows, timer, modules, family, f"M:{m}/N:{n}/K:{k}", m, n, k, dtype, label,
+                          testing.SEED + m + 7 * n + 13 * k)
             torch.cuda.empty_cache()
 
 
@@ -168,7 +145,7 @@ def bench_gemm(rows, args, timer, modules):
     for n in args.sizes:
         for family, dtype, label in (("gemm_fp32", torch.float32, "fp32 in, fp32 out"),
                                      ("gemm_fp16", torch.float16, "fp16 in, fp32 accumulate, fp32 out")):
-            bench_gemm_size(rows, timer, modules, n, family, dtype, label)
+            bench_product(rows, timer, modules, family, f"n:{n}", n, n, n, dtype, label, testing.SEED + n)
             torch.cuda.empty_cache()
 
 
