@@ -13,9 +13,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstddef>
 
 #include "course/impl.h"
+#include "course/launch.h"  // is_aligned
 
 namespace course::gemm_shapes {
 
@@ -78,6 +80,26 @@ inline std::size_t padded_copies_floats(int M, int N, int K) {
   const std::size_t k8 = static_cast<std::size_t>(round_up_to_8(K));
   const std::size_t n8 = static_cast<std::size_t>(round_up_to_8(N));
   return (static_cast<std::size_t>(M) * k8 + k8 * n8) / 2 + 3;  // 2 halves per float
+}
+
+// float16 only. True when hgemm_planned can read A [M x K] and B [K x N] where they are,
+// with 16-byte copies of 8 halves: every row starts on a 16-byte boundary (K and N multiples
+// of 8, A and B 16-byte aligned), or K == 0 (nothing to read). Otherwise it needs room for
+// the padded copies above, or falls back to element-by-element loads.
+inline bool half_rows_aligned(const void* matrix, int row_length) {
+  return row_length % 8 == 0 && is_aligned(matrix, 16);
+}
+inline bool half_operands_aligned(int N, int K, const void* A, const void* B) {
+  return K == 0 || (half_rows_aligned(A, K) && half_rows_aligned(B, N));
+}
+
+// The workspace with which hgemm_planned runs `plan` on its fast path: the partials, plus room
+// for the padded copies when A or B are not aligned and the copies' K8 and N8 fit in int.
+inline std::size_t hgemm_workspace_floats(const GemmPlan& plan, int M, int N, int K,
+                                          const void* A, const void* B) {
+  const bool copies =
+      !half_operands_aligned(N, K, A, B) && K <= INT_MAX - 8 && N <= INT_MAX - 8;
+  return workspace_floats(plan, M, N) + (copies ? padded_copies_floats(M, N, K) : 0);
 }
 
 // The k-tiles [begin, end) one split runs.

@@ -61,14 +61,9 @@ void launch_sgemm_tile(const char* function, int splits, int M, int N, int K, fl
 // the arguments alone: the same call always takes the same path, so the same bits.
 enum class HalfOperands { direct, padded, predicated };
 
-bool operand_rows_aligned(const __half* matrix, int row_length) {
-  return row_length % 8 == 0 && is_aligned(matrix, 16);
-}
-
 HalfOperands half_operands(int M, int N, int K, const __half* A, const __half* B,
                            std::size_t partial_floats, std::size_t workspace_floats) {
-  if (K == 0 || (operand_rows_aligned(A, K) && operand_rows_aligned(B, N)))
-    return HalfOperands::direct;
+  if (gemm_shapes::half_operands_aligned(N, K, A, B)) return HalfOperands::direct;
   const bool fits = K <= INT_MAX - 8 && N <= INT_MAX - 8 &&
                     workspace_floats >= partial_floats &&
                     workspace_floats - partial_floats >= gemm_shapes::padded_copies_floats(M, N, K);
@@ -119,8 +114,8 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
         reinterpret_cast<std::uintptr_t>(workspace + partial_floats);
     auto* padded_a = reinterpret_cast<__half*>((after_partials + 15) / 16 * 16);
     __half* padded_b = padded_a + static_cast<std::size_t>(M) * k8;
-    const bool copy_a = !operand_rows_aligned(A, K);
-    const bool copy_b = K % 8 != 0 || !operand_rows_aligned(B, N);
+    const bool copy_a = !gemm_shapes::half_rows_aligned(A, K);
+    const bool copy_b = K % 8 != 0 || !gemm_shapes::half_rows_aligned(B, N);
     if (copy_a) launch_pad_copy(function, A, M, K, padded_a, M, k8, stream);
     if (copy_b) launch_pad_copy(function, B, K, N, padded_b, k8, n8, stream);
     launch(aligned_kernel, Tile{}, k8, copy_a ? padded_a : A, copy_b ? padded_b : B,
@@ -232,9 +227,8 @@ void hgemm_shapes(int M, int N, int K, float alpha, const __half* A, const __hal
       M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(), kSharedWorkspaceFloats);
   // Odd sizes and misaligned operands: room for the padded copies after the partials.
   const std::size_t partials = gemm_shapes::workspace_floats(plan, M, N);
-  const bool pads = half_operands(M, N, K, A, B, 0, SIZE_MAX) == HalfOperands::padded;
-  const Workspace workspace = shared_workspace(
-      partials + (pads ? gemm_shapes::padded_copies_floats(M, N, K) : 0), stream);
+  const Workspace workspace =
+      shared_workspace(gemm_shapes::hgemm_workspace_floats(plan, M, N, K, A, B), stream);
   if (workspace.floats < partials) {  // captured, none yet
     plan = choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(),
                             workspace.floats);

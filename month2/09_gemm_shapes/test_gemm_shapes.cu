@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -163,6 +164,31 @@ TEST(ShapeChooser, PlansAlwaysFitTheirWorkspace) {
   }
 }
 
+TEST(GemmWorkspace, RoomForPaddedCopiesOnlyWhereFloat16RowsAreMisaligned) {
+  // Host addresses stand in for device ones: hgemm_workspace_floats only looks at them.
+  alignas(16) static __half matrix[16];
+  namespace gs = course::gemm_shapes;
+  GemmPlan plan;
+  plan.splits = 4;
+  const std::size_t partials = gs::workspace_floats(plan, 64, 256);
+  EXPECT_EQ(gs::hgemm_workspace_floats(plan, 64, 256, 512, matrix, matrix), partials)
+      << "aligned rows need no copies";
+  EXPECT_EQ(gs::hgemm_workspace_floats(plan, 64, 256, 513, matrix, matrix),
+            partials + gs::padded_copies_floats(64, 256, 513))
+      << "an odd K misaligns the rows of A and B";
+  EXPECT_EQ(gs::hgemm_workspace_floats(plan, 64, 257, 512, matrix, matrix),
+            gs::workspace_floats(plan, 64, 257) + gs::padded_copies_floats(64, 257, 512))
+      << "an odd N misaligns the rows of B";
+  EXPECT_EQ(gs::hgemm_workspace_floats(plan, 64, 256, 512, matrix + 1, matrix),
+            partials + gs::padded_copies_floats(64, 256, 512))
+      << "A off a 16-byte boundary";
+  EXPECT_EQ(gs::hgemm_workspace_floats(plan, 64, 256, 0, matrix + 1, matrix + 1), partials)
+      << "K = 0 reads nothing";
+  GemmPlan one;
+  EXPECT_EQ(gs::hgemm_workspace_floats(one, 1, 8, INT_MAX - 3, matrix, matrix), std::size_t{0})
+      << "copies whose K8 would not fit in int are never planned";
+}
+
 // --- GPU: every tile x splits on skinny, long-K and odd shapes --------------------------------
 
 // The plan and workspace the trampolines below run with (expect_gemm_matches_reference takes a
@@ -172,7 +198,7 @@ course::GuardedBuffer<float>* g_workspace = nullptr;
 
 // The workspace a planned float16 GEMM gets: the partials, and with `padded_room` the
 // zero-padded copies of A and B that odd sizes and misaligned operands need.
-std::size_t hgemm_workspace_floats(const GemmPlan& plan, course::GemmShape shape,
+std::size_t planned_hgemm_workspace(const GemmPlan& plan, course::GemmShape shape,
                                    bool padded_room) {
   return course::gemm_shapes::workspace_floats(plan, shape.M, shape.N) +
          (padded_room ? course::gemm_shapes::padded_copies_floats(shape.M, shape.N, shape.K) : 0);
@@ -211,7 +237,7 @@ class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInter
     // float32 keeps it aligned, or its float4 path would never see a split).
     const std::size_t partials =
         course::gemm_shapes::workspace_floats(g_plan, c.shape.M, c.shape.N);
-    const std::size_t floats = hgemm_workspace_floats(g_plan, c.shape, padded_room);
+    const std::size_t floats = planned_hgemm_workspace(g_plan, c.shape, padded_room);
     const std::size_t offset = std::is_same_v<Input, __half> ? splits % 2 : 0;
     course::GuardedBuffer<float> workspace(std::max<std::size_t>(1, floats), offset);
     g_workspace = &workspace;
@@ -332,7 +358,7 @@ TEST_F(ShapesArgumentsTest, MisalignedPointersAreHandled) {
                                                   kAllHint);
   g_plan = GemmPlan{BlockTile::skinny, 3};
   for (bool padded_room : {true, false}) {
-    course::GuardedBuffer<float> workspace(hgemm_workspace_floats(g_plan, shape, padded_room), 1);
+    course::GuardedBuffer<float> workspace(planned_hgemm_workspace(g_plan, shape, padded_room), 1);
     g_workspace = &workspace;
     course::expect_gemm_handles_misaligned_pointers(hgemm_with_plan, shape, {1, 3, 4}, kSplitHint);
     g_workspace = nullptr;
@@ -346,7 +372,7 @@ TEST_F(ShapesArgumentsTest, MisalignedPointersAreHandled) {
 TEST_F(ShapesArgumentsTest, SplitPlansRunOnTheGivenStream) {
   g_plan = GemmPlan{BlockTile::skinny, 3};
   course::GuardedBuffer<float> workspace(
-      hgemm_workspace_floats(g_plan, course::GemmShape{67, 45, 500}, true));
+      planned_hgemm_workspace(g_plan, course::GemmShape{67, 45, 500}, true));
   g_workspace = &workspace;
   course::expect_gemm_runs_on_stream(sgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
   course::expect_gemm_runs_on_stream(hgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
@@ -415,7 +441,7 @@ TEST_F(ShapesArgumentsTest, SplitResultsAreBitwiseReproducible) {
                                         course::GemmShape{45, 517, 3001}}) {
     for (int splits : {5, 16}) {
       g_plan = GemmPlan{BlockTile::skinny, splits};
-      course::GuardedBuffer<float> workspace(hgemm_workspace_floats(g_plan, shape, true));
+      course::GuardedBuffer<float> workspace(planned_hgemm_workspace(g_plan, shape, true));
       g_workspace = &workspace;
       expect_bitwise_reproducible<float>(sgemm_with_plan, shape, kSplitHint);
       expect_bitwise_reproducible<__half>(hgemm_with_plan, shape, kSplitHint);

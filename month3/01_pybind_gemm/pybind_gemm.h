@@ -48,22 +48,16 @@ constexpr std::int64_t kMaxElements = std::numeric_limits<int>::max();
 constexpr std::size_t kMaxWorkspaceFloats = gemm_shapes::kSharedWorkspaceFloats;
 
 // The workspace one call takes from PyTorch's caching allocator: the plan's partial products,
-// and for float16 rows that 16-byte loads cannot read (K or N not a multiple of 8, or a
-// pointer off a 16-byte boundary) room for m2.09's zero-padded copies of A and B, without
-// which hgemm_planned falls back to its slower element-by-element loads (gemm_shapes.h).
+// and for float16 operands whose rows 16-byte loads cannot read (gemm_shapes.h,
+// hgemm_workspace_floats) room for m2.09's zero-padded copies, without which hgemm_planned
+// falls back to its slower element-by-element loads.
 inline std::size_t gemm_workspace_floats(const gemm_shapes::GemmPlan& plan, const at::Tensor& a,
                                          const at::Tensor& b) {
   const int M = static_cast<int>(a.size(0)), K = static_cast<int>(a.size(1)),
             N = static_cast<int>(b.size(1));
-  std::size_t floats = gemm_shapes::workspace_floats(plan, M, N);
-  const auto off_16_bytes = [](const at::Tensor& t) {
-    return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 != 0;
-  };
-  if (a.scalar_type() == at::kHalf &&
-      (K % 8 != 0 || N % 8 != 0 || off_16_bytes(a) || off_16_bytes(b))) {
-    floats += gemm_shapes::padded_copies_floats(M, N, K);
-  }
-  return floats;
+  return a.scalar_type() == at::kHalf
+             ? gemm_shapes::hgemm_workspace_floats(plan, M, N, K, a.data_ptr(), b.data_ptr())
+             : gemm_shapes::workspace_floats(plan, M, N);
 }
 #endif
 

@@ -54,8 +54,6 @@ constexpr int kGemmAlignment = 8;
 // (256 MiB, the float32 path's X_col budget); a chunk is at least one image.
 constexpr std::int64_t kChunkElements = std::int64_t{1} << 27;
 
-// The split-K workspace m2.09's chooser may plan for: 64 MiB of float32 partial dW.
-constexpr std::size_t kSplitWorkspaceFloats = std::size_t{1} << 24;
 
 std::int64_t round_up_to_gemm_alignment(std::int64_t value) {
   return (value + kGemmAlignment - 1) / kGemmAlignment * kGemmAlignment;
@@ -240,16 +238,17 @@ bool x_is_its_own_x_col(const ConvShape& s, const void* x) {
 }
 
 // m2.09's planned float16 GEMM, C[M x N] = A[M x K] B[K x N] + beta C, split as its chooser
-// says for this GPU's SMs, with the split-K workspace from PyTorch's caching allocator on the
-// current stream. m2.09 throws course::UnsupportedDevice where this GPU cannot run its kernel
+// says for this GPU's SMs (at most m2.09's own 64 MiB of partials), with the workspace from
+// PyTorch's caching allocator on the current stream (the padded copies' room too, should A or
+// B ever be misaligned: gemm_shapes.h, hgemm_workspace_floats). m2.09 throws course::UnsupportedDevice where this GPU cannot run its kernel
 // (shared memory): that goes through, so that the caller can fall back; its other errors
 // become PyTorch errors.
 void planned_hgemm(const char* op, int M, int N, int K, const __half* A, const __half* B,
                    float beta, float* C, const at::TensorOptions& device, cudaStream_t stream) {
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const gemm_shapes::GemmPlan plan =
-      impl::choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp16, sms, kSplitWorkspaceFloats);
-  const std::size_t floats = gemm_shapes::workspace_floats(plan, M, N);
+  const gemm_shapes::GemmPlan plan = impl::choose_gemm_plan(
+      M, N, K, gemm_shapes::Precision::fp16, sms, gemm_shapes::kSharedWorkspaceFloats);
+  const std::size_t floats = gemm_shapes::hgemm_workspace_floats(plan, M, N, K, A, B);
   at::Tensor workspace;
   if (floats > 0) {
     workspace = at::empty({static_cast<std::int64_t>(floats)}, device.dtype(at::kFloat));
