@@ -233,20 +233,24 @@ __global__ void __launch_bounds__(kThreads)
   dyT[k * N * pixels + n * pixels + j] = dy[i];
 }
 
-// `batch` column-major products C_i[m x n] = A_i^T[m x k] * B_i[k x n], float or double, with
-// A_i = a + i * stride_a (lda), B_i = b + i * stride_b (ldb), C_i = c + i * stride_c (ldc).
+// `batch` column-major products C_i[m x n] = op_a(A_i)[m x k] * op_b(B_i)[k x n], float or
+// double (op: CUBLAS_OP_N as stored, CUBLAS_OP_T transposed), with A_i = a + i * stride_a
+// (lda), B_i = b + i * stride_b (ldb), C_i = c + i * stride_c (ldc). A stride of 0 uses the
+// same matrix for every product.
 template <typename T>
-cublasStatus_t gemm_tn_batched(cublasHandle_t handle, int m, int n, int k, const T* a, int lda,
-                               long long stride_a, const T* b, int ldb, long long stride_b, T* c,
-                               int ldc, long long stride_c, int batch) {
+cublasStatus_t gemm_strided_batched(cublasHandle_t handle, cublasOperation_t op_a,
+                                    cublasOperation_t op_b, int m, int n, int k, const T* a,
+                                    int lda, long long stride_a, const T* b, int ldb,
+                                    long long stride_b, T* c, int ldc, long long stride_c,
+                                    int batch) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "float or double");
   const T alpha = 1, beta = 0;
   if constexpr (std::is_same_v<T, float>) {
-    return cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
-                                     stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
+    return cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, &alpha, a, lda, stride_a, b,
+                                     ldb, stride_b, &beta, c, ldc, stride_c, batch);
   } else {
-    return cublasDgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, lda,
-                                     stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
+    return cublasDgemmStridedBatched(handle, op_a, op_b, m, n, k, &alpha, a, lda, stride_a, b,
+                                     ldb, stride_b, &beta, c, ldc, stride_c, batch);
   }
 }
 
@@ -640,14 +644,15 @@ at::Tensor grad_input_by_columns(const char* op, const ConvShape& s, const at::T
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
   const CublasMathModeGuard math_mode(op, handle, CUBLAS_DEFAULT_MATH);
-  const float one = 1.0f, zero = 0.0f;
   for_each_batch_slice(op, s.N, activation_elements_per_image(s), [&](int first, int count) {
     for (int n0 = first; n0 < first + count; n0 += chunk) {
       const int images = std::min(chunk, first + count - n0);
-      const cublasStatus_t status = cublasSgemmStridedBatched(
+      // Image i: dX_col_i [P Q x C R S] = dY_i [P Q x K] * W^T (dY_i is NCHW's [K][P Q], W one
+      // matrix for all: stride 0), column-major, which is row-major [C R S][P Q].
+      const cublasStatus_t status = gemm_strided_batched(
           handle, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(pixels), static_cast<int>(crs), s.K,
-          &one, dy.data_ptr<float>() + n0 * dy_per_image, static_cast<int>(pixels), dy_per_image,
-          w.data_ptr<float>(), static_cast<int>(crs), 0, &zero, columns.data_ptr<float>(),
+          dy.data_ptr<float>() + n0 * dy_per_image, static_cast<int>(pixels), dy_per_image,
+          w.data_ptr<float>(), static_cast<int>(crs), 0, columns.data_ptr<float>(),
           static_cast<int>(pixels), crs * pixels, images);
       TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op,
                   ": the cuBLAS GEMM of dX_col failed with status ",
@@ -820,16 +825,17 @@ cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Te
     const scalar_t* chunk_rows = rows.data_ptr<scalar_t>() + n0 * pixels;
     // Slice i: col's columns [i * slice, (i + 1) * slice) (rows of its column-major
     // transpose, ld = columns) and the same columns of dY (ld = npq), into partial i.
-    status = gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(slice),
-                             col.data_ptr<scalar_t>(), static_cast<int>(columns), slice,
-                             chunk_rows, static_cast<int>(npq), slice, part,
-                             static_cast<int>(crs), dw_elements, slices);
+    status = gemm_strided_batched(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(crs), s.K,
+                                  static_cast<int>(slice), col.data_ptr<scalar_t>(),
+                                  static_cast<int>(columns), slice, chunk_rows,
+                                  static_cast<int>(npq), slice, part, static_cast<int>(crs),
+                                  dw_elements, slices);
     if (rest > 0 && status == CUBLAS_STATUS_SUCCESS) {
-      status =
-          gemm_tn_batched(handle, static_cast<int>(crs), s.K, static_cast<int>(rest),
-                          col.data_ptr<scalar_t>() + slice * slices, static_cast<int>(columns), 0,
-                          chunk_rows + slice * slices, static_cast<int>(npq), 0,
-                          part + slices * dw_elements, static_cast<int>(crs), 0, 1);
+      status = gemm_strided_batched(
+          handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(crs), s.K, static_cast<int>(rest),
+          col.data_ptr<scalar_t>() + slice * slices, static_cast<int>(columns), 0,
+          chunk_rows + slice * slices, static_cast<int>(npq), 0, part + slices * dw_elements,
+          static_cast<int>(crs), 0, 1);
     }
     add_partials_kernel<scalar_t><<<blocks_for(op, dw_elements, kThreads), kThreads, 0, stream>>>(
         part, slices + (rest > 0 ? 1 : 0), dw_elements, accumulate || n0 > 0,
