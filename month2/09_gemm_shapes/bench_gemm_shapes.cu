@@ -11,9 +11,10 @@
 //   shapes_fp16/solution/.., shapes_fp16/exercise/..
 // Every row checks its result against a float64 reference (sampled rows) before it is timed;
 // cublas_pct is the share of cuBLAS in the same run, speedup the time of the step_ row over
-// this row's. The shapes: the square the course is tuned on, an LLM's MLP projection
-// (4096 x 11008 x 4096), a long K on a small C, a few rows (a batch of 128 or 16 tokens), a
-// small square, a rectangle and odd sizes. The shared benchmark is course/gemm_benchmark.h.
+// this row's. The shapes: gemm_shapes.h's benchmark_shapes() (the square the course is tuned
+// on, an LLM's MLP projection 4096 x 11008 x 4096, a long K on a small C, a batch of 128 or 16
+// tokens, a small square, a rectangle and odd sizes). The shared benchmark is
+// course/gemm_benchmark.h.
 #include <cuda_fp16.h>
 
 #include <string>
@@ -32,10 +33,7 @@
 #endif
 
 int main(int argc, char** argv) {
-  const std::vector<course::GemmShape> shapes = {
-      {4096, 4096, 4096}, {4096, 11008, 4096}, {1024, 1024, 8192}, {128, 4096, 4096},
-      {16, 4096, 4096},   {512, 512, 512},     {3000, 5000, 2000}, {4093, 4099, 4097},
-  };
+  const std::vector<course::GemmShape>& shapes = course::gemm_shapes::benchmark_shapes();
   std::vector<std::pair<std::string, course::GemmFn>> fp32 = {
 #if defined(COURSE_HAVE_REGISTER_TILING)
     {"step_m2_05_register_tiling", course::solution::sgemm_2d_register_tile},

@@ -15,7 +15,9 @@
 
 #include <climits>
 #include <cstddef>
+#include <vector>
 
+#include "course/gemm.h"  // GemmShape
 #include "course/impl.h"
 #include "course/launch.h"  // is_aligned
 
@@ -100,6 +102,18 @@ inline std::size_t hgemm_workspace_floats(const GemmPlan& plan, int M, int N, in
   const bool copies =
       !half_operands_aligned(N, K, A, B) && K <= INT_MAX - 8 && N <= INT_MAX - 8;
   return workspace_floats(plan, M, N) + (copies ? padded_copies_floats(M, N, K) : 0);
+}
+
+// The shapes the benchmark (bench_gemm_shapes.cu) and the chooser's sweep
+// (sweep_gemm_plans.cu) time: the square the course is tuned on, an LLM's MLP projection, a
+// long K on a small C, a batch of 128 and of 16 rows, a small square, a large non-square, and
+// odd sizes. (m3.01's benchmark times the same list from Python.)
+inline const std::vector<GemmShape>& benchmark_shapes() {
+  static const std::vector<GemmShape> shapes = {
+      {4096, 4096, 4096}, {4096, 11008, 4096}, {1024, 1024, 8192}, {128, 4096, 4096},
+      {16, 4096, 4096},   {512, 512, 512},     {3000, 5000, 2000}, {4093, 4099, 4097},
+  };
+  return shapes;
 }
 
 // The k-tiles [begin, end) one split runs.

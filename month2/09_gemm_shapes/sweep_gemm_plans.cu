@@ -142,10 +142,7 @@ void print_table(const std::string& family, Precision precision,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<GemmShape> shapes = {
-      {4096, 4096, 4096}, {4096, 11008, 4096}, {1024, 1024, 8192}, {128, 4096, 4096},
-      {16, 4096, 4096},   {512, 512, 512},     {3000, 5000, 2000}, {4093, 4099, 4097},
-  };
+  const std::vector<course::GemmShape>& shapes = course::gemm_shapes::benchmark_shapes();
   register_sweep<float>("sweep_fp32", shapes);
   register_sweep<__half>("sweep_fp16", shapes);
   // One repetition unless the command line asks for more (a later flag wins).

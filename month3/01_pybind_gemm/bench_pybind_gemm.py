@@ -53,7 +53,7 @@ PROGRAM = os.path.basename(__file__)
 GOAL_FP32 = 0.90  # the lesson's goal: optimized_gemm fp32 >= 90% of torch.matmul fp32 at 4096
 
 
-# m2.09's shape list (bench_gemm_shapes.cu): the square the course is tuned on, an LLM's MLP
+# m2.09's shape list (gemm_shapes.h, benchmark_shapes()): the square the course is tuned on, an LLM's MLP
 # projection, a long K, batches of 128 and 16, a small square, a large non-square, odd sizes.
 SHAPES = ("4096x4096x4096", "4096x11008x4096", "1024x1024x8192", "128x4096x4096", "16x4096x4096",
           "512x512x512", "3000x5000x2000", "4093x4099x4097")
