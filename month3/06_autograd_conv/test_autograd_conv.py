@@ -151,16 +151,25 @@ def check_forward(test, c, dtype, device, seed):
                              hint=HINT_FORWARD)
 
 
-def check_grad_input(test, c, dtype, device, seed, op_name, hint):
+def check_grad_input(test, c, dtype, device, seed, op_name, hint, what=""):
+    """op_name's dx against torch.nn.grad.conv2d_input in float64, over NaN-poisoned memory
+    (dx's block, and one as large as the stride phases' outputs or the columns path's dX_col),
+    so that an element no kernel writes fails. Returns dx."""
     x, w, _ = make_inputs(c, seed, dtype, device, bias=False)
     y = reference_forward(c, x, w, None)
     dy = dy_for(y, seed + 3)
     expected, _ = reference_grads(c, x, w, dy)
+    testing.poison_allocator(expected.to(dtype))
+    if device == "cuda":  # the workspaces of the CUDA paths
+        testing.poison_allocator(expected.to(dtype), numel=64 * expected.numel())
     actual = getattr(ops(), op_name)(dy, x, w, *conv_args(c))
+    test.assertEqual((actual.dtype, tuple(actual.shape)), (dtype, tuple(x.shape)),
+                     f"{op_name} {c.name}: dx must have x's dtype and shape. {hint}")
     rtol, atol = tolerance(dtype, c.k * c.r * c.s)
     testing.assert_close(actual, expected, rtol=rtol, atol=atol,
-                         what=f"{op_name} {c.name} {dtype} on {device} vs torch.nn.grad.conv2d_input",
+                         what=f"{op_name} {c.name} {dtype}{what} on {device} vs torch.nn.grad.conv2d_input",
                          hint=hint)
+    return actual
 
 
 def check_grad_weight(test, c, dtype, device, seed, op_name, hint):
@@ -916,26 +925,6 @@ def strided_cases():
     return cases
 
 
-def check_strided_grad_input(test, c, dtype, seed):
-    """conv2d_grad_input (the phases; float32 with C < 16 the columns) against
-    torch.nn.grad.conv2d_input in float64, dx allocated over NaN-poisoned memory so that an
-    element no phase writes fails."""
-    x, w, _ = make_inputs(c, seed, dtype, "cuda", bias=False)
-    y = reference_forward(c, x, w, None)
-    dy = dy_for(y, seed + 3)
-    expected, _ = reference_grads(c, x, w, dy)
-    testing.poison_allocator(expected)
-    testing.poison_allocator(expected, numel=4 * expected.numel())  # the phases' outputs
-    actual = ops().conv2d_grad_input(dy, x, w, *conv_args(c))
-    test.assertEqual(actual.dtype, dtype, f"conv2d_grad_input {c.name}: dx must keep the dtype. {HINT_PHASES}")
-    test.assertEqual(tuple(actual.shape), tuple(x.shape), HINT_PHASES)
-    rtol, atol = tolerance(dtype, c.k * c.r * c.s)
-    testing.assert_close(actual, expected, rtol=rtol, atol=atol,
-                         what=f"conv2d_grad_input (stride phases or columns) {c.name} {dtype} "
-                              "vs torch.nn.grad.conv2d_input",
-                         hint=HINT_PHASES)
-
-
 class StridedGradInputCudaTest(_CudaBase):
     """conv2d_grad_input by stride phases (float32 by columns where C < 16), float32 and float16
     (Bfloat16StridedGradInputCudaTest: bfloat16), against float64 references."""
@@ -946,7 +935,7 @@ class StridedGradInputCudaTest(_CudaBase):
         for i, c in enumerate(strided_cases()):
             for dtype in self.DTYPES:
                 with self.subTest(case=c.name, dtype=dtype):
-                    check_strided_grad_input(self, c, dtype, SEED + 5000 + 10 * i)
+                    check_grad_input(self, c, dtype, "cuda", SEED + 5000 + 10 * i, "conv2d_grad_input", HINT_PHASES)
 
     def test_channels_last_grad_output(self):
         # A channels_last dy (what a channels_last network's next layer hands back) gives
@@ -1046,18 +1035,7 @@ class ColumnsGradInputCudaTest(_CudaBase):
     bitwise reproducible."""
 
     def check(self, c, seed, what=""):
-        x, w, _ = make_inputs(c, seed, torch.float32, "cuda", bias=False)
-        dy = dy_for(reference_forward(c, x, w, None), seed + 3)
-        expected, _ = reference_grads(c, x, w, dy)
-        testing.poison_allocator(expected)
-        testing.poison_allocator(expected, numel=64 * expected.numel())  # dX_col
-        actual = ops().conv2d_grad_input(dy, x, w, *conv_args(c))
-        self.assertEqual((actual.dtype, tuple(actual.shape)), (torch.float32, tuple(x.shape)), HINT_COLUMNS)
-        rtol, atol = tolerance(torch.float32, c.k * c.r * c.s)
-        testing.assert_close(actual, expected, rtol=rtol, atol=atol,
-                             what=f"conv2d_grad_input (columns) {c.name} float32{what} vs torch.nn.grad.conv2d_input",
-                             hint=HINT_COLUMNS)
-        return actual
+        return check_grad_input(self, c, torch.float32, "cuda", seed, "conv2d_grad_input", HINT_COLUMNS, what)
 
     def test_columns_match_conv2d_input(self):
         for i, c in enumerate(columns_cases()):
