@@ -4,9 +4,10 @@
 //
 // The CUDA kernels of the six operators (schemas in autograd_conv.cpp), templated on the
 // scalar type so that float64 versions exist for gradcheck on the GPU:
-//   forward          float32: the first kernel of the forward table below that fits: m3.04's
-//                    im2col + cuBLAS GEMM, or m3.03's tiled direct convolution where m3.04's
-//                    workspace would not fit its budget;
+//   forward          float32: the first kernel of the forward table below that fits:
+//                    m3.04's im2col + cuBLAS GEMM restructured (a wider im2col, one GEMM for
+//                    the whole batch), m3.04 itself for the 1 x 1 layers, or
+//                    m3.03's tiled direct convolution where X_col would not fit its budget;
 //                    float16 and bfloat16: m3.05's implicit GEMM on the tensor cores, in
 //                    channels_last (NHWC) layout, accumulating in float32;
 //                    float64: one thread per output over forward_at (conv_backward.h).
@@ -29,10 +30,10 @@
 //                    threads each summing a strided part of the N * P * Q products
 //                    (grad_weight_partial, your task m3.06b), then one block reduction in a
 //                    fixed order. conv2d_grad_weight: dw = dY * im2col(x)^T as a GEMM: the
-//                    reduction over N * P * Q is what a GEMM is built for, split into slices
-//                    whose partial dw are added in a fixed order (split-K), so that the
-//                    small K x CRS output fills the GPU. float32 and float64: cuBLAS GEMMs
-//                    in true float32 (float64), X_col written by m3.04's im2col (NCHW);
+//                    reduction over N * P * Q is what a GEMM is built for; cuBLAS splits
+//                    it (split-K) so that the small K x CRS output fills the GPU. float32
+//                    and float64: one cuBLAS GEMM per chunk of images, in true float32
+//                    (float64), X_col written by the given im2col (NCHW, 16-byte stores);
 //                    bfloat16 (m2.09 has no bfloat16 GEMM): the same from float32 copies of
 //                    dy and x, rounded once.
 //                    float16: m2.09's split-K GEMM on the tensor cores (conv_grad_weight_tc.h),
@@ -55,6 +56,7 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>  // at::cuda::getCurrentCUDABlasHandle
+#include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/zeros.h>
@@ -198,53 +200,73 @@ __global__ void __launch_bounds__(kThreads)
   dx[at.dx] = y != nullptr ? y[at.y] : T(0);
 }
 
-// im2col of images n0 .. n0 + images - 1: col[(c * R + r) * S + t][j], j = (n - n0) * P * Q +
-// p * Q + q, is x[n][c][h(p, r)][w(q, t)] or 0 in the padding. One thread per element, every
-// index worked out again in 64 bits: simple, and slow (a 64-bit division is a few dozen
-// instructions). Only the float64 grad-weight (gradcheck's small shapes) uses it; float32 runs
-// m3.04's im2col (run_im2col below), which pays its divisions once per column.
-template <typename T>
+// im2col of images n0 .. n0 + images - 1 (x NCHW): col[(c * R + r) * S + t][j] is
+// x[n][c][h(p, r)][w(q, t)], or 0 in the padding, for column j = (n - n0) * P * Q + p * Q + q.
+// m3.04's im2col, made wider: a thread writes kVector consecutive columns (4 floats or 2
+// doubles, one 16-byte store, when the row length is a multiple of kVector; else 1) of
+// every row of its channel, so a warp stores 512 contiguous bytes per instruction instead of
+// 128, and the divisions that find a column's (n, p, q) are paid once per thread, not per
+// element. The channels are blockIdx.y and every gridDim.y-th after it.
+template <typename T, int kVector>
+struct alignas(sizeof(T) * kVector) ColumnPack {
+  T value[kVector];
+};
+
+template <typename T, int kVector>
 __global__ void __launch_bounds__(kThreads)
     im2col_kernel(ConvShape s, const T* __restrict__ x, int n0, int images, T* __restrict__ col) {
-  const std::int64_t pixels = std::int64_t{s.P()} * s.Q();
+  const int P = s.P(), Q = s.Q();
+  const std::int64_t pixels = std::int64_t{P} * Q;
   const std::int64_t columns = pixels * images;
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= columns * s.C * s.R * s.S) return;
-  const std::int64_t j = i % columns, row = i / columns;
-  const int t = static_cast<int>(row % s.S);
-  const int r = static_cast<int>((row / s.S) % s.R);
-  const int c = static_cast<int>(row / (std::int64_t{s.S} * s.R));
-  const int n = n0 + static_cast<int>(j / pixels);
-  const int p = static_cast<int>((j % pixels) / s.Q()), q = static_cast<int>(j % s.Q());
-  const int h = p * s.stride_h - s.pad_h + r * s.dilation_h;
-  const int w = q * s.stride_w - s.pad_w + t * s.dilation_w;
-  const bool inside = h >= 0 && h < s.H && w >= 0 && w < s.W;
-  col[i] = inside ? x[conv_input_index(ConvLayout::nchw, s, n, c, h, w)] : T(0);
-}
-
-// dyT[k][n * P * Q + j] = dy[n][k][j]: dY as the [K x N P Q] matrix of the GEMM.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    output_to_rows_kernel(const T* __restrict__ dy, T* __restrict__ dyT, int N, int K,
-                          std::int64_t pixels) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::int64_t{N} * K * pixels) return;
-  const std::int64_t j = i % pixels, k = (i / pixels) % K, n = i / (pixels * K);
-  dyT[k * N * pixels + n * pixels + j] = dy[i];
+  const std::int64_t first =
+      (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVector;
+  if (first >= columns) return;  // columns % kVector == 0: the others are all inside
+  // Each column's image and the input pixel of its tap (0, 0), negative in the padding.
+  int image[kVector], h0[kVector], w0[kVector];
+  int n = static_cast<int>(first / pixels);
+  const int pq = static_cast<int>(first - n * pixels);
+  int p = pq / Q, q = pq - p * Q;
+  for (int e = 0; e < kVector; ++e) {
+    image[e] = n0 + n;
+    h0[e] = p * s.stride_h - s.pad_h;
+    w0[e] = q * s.stride_w - s.pad_w;
+    if (++q == Q) {  // the next column starts the next row of the output, or image
+      q = 0;
+      if (++p == P) p = 0, ++n;
+    }
+  }
+  const std::int64_t plane = std::int64_t{s.H} * s.W;
+  for (int c = static_cast<int>(blockIdx.y); c < s.C; c += static_cast<int>(gridDim.y)) {
+    T* out = col + std::int64_t{c} * s.R * s.S * columns + first;
+    for (int r = 0; r < s.R; ++r) {
+      for (int t = 0; t < s.S; ++t) {
+        ColumnPack<T, kVector> pack;
+        for (int e = 0; e < kVector; ++e) {
+          const int h = h0[e] + r * s.dilation_h, w = w0[e] + t * s.dilation_w;
+          const bool inside = h >= 0 && h < s.H && w >= 0 && w < s.W;
+          pack.value[e] =
+              inside ? x[(std::int64_t{image[e]} * s.C + c) * plane + std::int64_t{h} * s.W + w]
+                     : T(0);
+        }
+        *reinterpret_cast<ColumnPack<T, kVector>*>(out) = pack;  // 16-byte aligned when wide
+        out += columns;  // the next row of X_col, the same columns
+      }
+    }
+  }
 }
 
 // `batch` column-major products C_i[m x n] = op_a(A_i)[m x k] * op_b(B_i)[k x n], float or
 // double (op: CUBLAS_OP_N as stored, CUBLAS_OP_T transposed), with A_i = a + i * stride_a
 // (lda), B_i = b + i * stride_b (ldb), C_i = c + i * stride_c (ldc). A stride of 0 uses the
-// same matrix for every product.
+// same matrix for every product. accumulate: C_i += the product instead of C_i = it.
 template <typename T>
 cublasStatus_t gemm_strided_batched(cublasHandle_t handle, cublasOperation_t op_a,
                                     cublasOperation_t op_b, int m, int n, int k, const T* a,
                                     int lda, long long stride_a, const T* b, int ldb,
                                     long long stride_b, T* c, int ldc, long long stride_c,
-                                    int batch) {
+                                    int batch, bool accumulate = false) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "float or double");
-  const T alpha = 1, beta = 0;
+  const T alpha = 1, beta = accumulate ? 1 : 0;  // beta = 0: C is only written
   if constexpr (std::is_same_v<T, float>) {
     return cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, &alpha, a, lda, stride_a, b,
                                      ldb, stride_b, &beta, c, ldc, stride_c, batch);
@@ -287,29 +309,31 @@ at::Tensor float32_shape_of(const at::Tensor& t) {
   return at::empty(t.sizes(), t.options().dtype(at::kFloat));
 }
 
-// X_col of images n0 .. n0 + images - 1 for the grad-weight GEMM: m3.04's im2col for float32
-// (the layout is the same, im2col_gemm.h), the generic kernel above for float64.
-void run_im2col(const char* op, const ConvShape& s, const float* x, int n0, int images, float* col,
+// X_col of images n0 .. n0 + images - 1 (im2col_kernel above), float32 or float64; `col` is
+// at::empty's memory (aligned to far more than 16 bytes), rows of images * P * Q values.
+template <typename T>
+void run_im2col(const char* op, const ConvShape& s, const T* x, int n0, int images, T* col,
                 cudaStream_t stream) {
-  try {
-    impl::im2col(s, x, n0, images, col, stream);
-  } catch (const std::exception& error) {  // std::invalid_argument, course::CudaError
-    TORCH_CHECK(false, op, ": m3.04's im2col failed: ", error.what());
+  constexpr int kWide = 16 / sizeof(T);
+  const std::int64_t columns = std::int64_t{images} * s.P() * s.Q();
+  if (columns == 0) return;
+  const unsigned int channel_blocks = static_cast<unsigned int>(std::min<int>(s.C, kMaxGridY));
+  if (columns % kWide == 0) {
+    const dim3 grid(blocks_for(op, columns / kWide, kThreads), channel_blocks);
+    im2col_kernel<T, kWide><<<grid, kThreads, 0, stream>>>(s, x, n0, images, col);
+  } else {
+    const dim3 grid(blocks_for(op, columns, kThreads), channel_blocks);
+    im2col_kernel<T, 1><<<grid, kThreads, 0, stream>>>(s, x, n0, images, col);
   }
-}
-void run_im2col(const char* op, const ConvShape& s, const double* x, int n0, int images,
-                double* col, cudaStream_t stream) {
-  const std::int64_t elements = std::int64_t{images} * s.P() * s.Q() * s.gemm_k();
-  im2col_kernel<double>
-      <<<blocks_for(op, elements, kThreads), kThreads, 0, stream>>>(s, x, n0, images, col);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // ---- The forward's choice of kernel ----
 // Every forward kernel the op can run on CUDA, in order of preference: the first whose fits()
 // accepts the problem runs. m3.05 (implicit GEMM on the tensor cores) takes float16 and
-// bfloat16; for float32, m3.04 (im2col + cuBLAS, NCHW) comes first, and m3.03's direct
-// convolution takes what m3.04's workspace budget cannot hold. A new kernel is one more row;
+// bfloat16; for float32, im2col + one cuBLAS GEMM (NCHW) comes first, m3.04 (im2col + cuBLAS,
+// one GEMM per image) takes the 1 x 1 layers, and m3.03's direct
+// convolution what the im2col workspace budget cannot hold. A new kernel is one more row;
 // nothing else changes. The grad-input phases run through the same table, so they
 // speed up with it. x, w, y are contiguous tensors of the problem's dtype in the row's
 // memory_format (Contiguous: NCHW and KCRS; ChannelsLast: NHWC and KRSC, m3.05's layouts);
@@ -338,6 +362,25 @@ void run_m3_03_tiled(const ConvShape& s, const at::Tensor& x, const at::Tensor& 
                             bias ? bias->data_ptr<float>() : nullptr, y.data_ptr<float>(), stream);
 }
 
+// cuBLAS's math mode set to `mode` for the guard's lifetime, whatever PyTorch had (restored
+// also when an error leaves the scope early).
+class CublasMathModeGuard {
+ public:
+  CublasMathModeGuard(const char* op, cublasHandle_t handle, cublasMath_t mode) : handle_(handle) {
+    TORCH_CHECK(cublasGetMathMode(handle_, &saved_) == CUBLAS_STATUS_SUCCESS, op,
+                ": cublasGetMathMode failed");
+    TORCH_CHECK(cublasSetMathMode(handle_, mode) == CUBLAS_STATUS_SUCCESS, op,
+                ": cublasSetMathMode failed");
+  }
+  ~CublasMathModeGuard() { cublasSetMathMode(handle_, saved_); }
+  CublasMathModeGuard(const CublasMathModeGuard&) = delete;
+  CublasMathModeGuard& operator=(const CublasMathModeGuard&) = delete;
+
+ private:
+  cublasHandle_t handle_;
+  cublasMath_t saved_ = CUBLAS_DEFAULT_MATH;
+};
+
 // m3.04 with cuBLAS. Its workspace (X_col) comes from PyTorch's caching allocator on the
 // op's stream: no cudaMalloc per call, and the next op reuses the memory once this one is
 // queued. The whole batch goes in one pass where that fits the budget (1 GiB,
@@ -360,6 +403,65 @@ void run_m3_04_cublas(const ConvShape& s, const at::Tensor& x, const at::Tensor&
                            bias ? bias->data_ptr<float>() : nullptr, y.data_ptr<float>(),
                            Im2colGemm::cublas, bytes == 0 ? nullptr : workspace.data_ptr(), bytes,
                            stream);
+}
+
+// float32: m3.04's im2col + GEMM, restructured: the given im2col (4 columns per thread, above)
+// then ONE cuBLAS GEMM per pass of images, not one per image:
+//   Y_tmp[K x L] = W[K x CRS] * X_col[CRS x L],  L = images * P * Q,
+// then y[n][k][p q] = Y_tmp[k][n P Q + p q] (+ bias[k]) in one PyTorch copy (the two first
+// dimensions swapped, rows of P Q contiguous). m3.04's launcher runs the batch as P Q x K
+// products, one per image (a strided-batched call): a 28 x 28 layer gives each product 784
+// rows, not a multiple of cuBLAS's tiles, and cuBLAS picks another kernel for a batch than
+// for one long product. One GEMM over images * P * Q columns costs Y_tmp (K P Q floats per
+// image) and the copy; on ResNet-18's 3 x 3 layers it was the faster of the two on the
+// H200. The workspace is X_col and Y_tmp, from PyTorch's caching allocator, the whole batch
+// where that fits the budget (the same as m3.04's), else as many images per pass as fit.
+// 1 x 1 layers stay with m3.04: their GEMM is short (C R S = C), so the call is over in tens
+// of microseconds, and there the extra tensor, copy and cuBLAS call of this path cost more
+// time on the CPU than the GEMM saves on the GPU (a 1 x 1, stride-1 layer without padding
+// needs no X_col at all: m3.04 reads x in place).
+std::int64_t one_gemm_bytes_per_image(const ConvShape& s) {
+  return (s.gemm_k() + s.K) * std::int64_t{s.P()} * s.Q() * std::int64_t{sizeof(float)};
+}
+bool fits_one_gemm(const ConvShape& s, at::ScalarType dtype) {
+  return dtype == at::kFloat && s.R * s.S > 1 &&
+         one_gemm_bytes_per_image(s) <= static_cast<std::int64_t>(im2col_workspace_budget());
+}
+
+void run_im2col_one_gemm(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
+                         const at::Tensor* bias, at::Tensor& y, cudaStream_t stream) {
+  constexpr const char* op = "conv2d";
+  const std::int64_t pixels = std::int64_t{s.P()} * s.Q(), crs = s.gemm_k();
+  const int per_pass = static_cast<int>(std::min<std::int64_t>(
+      s.N, static_cast<std::int64_t>(im2col_workspace_budget()) / one_gemm_bytes_per_image(s)));
+  TORCH_CHECK(std::int64_t{per_pass} * pixels <= std::numeric_limits<int>::max(), op,
+              ": images * P * Q must fit in int, got ", std::to_string(per_pass * pixels));
+  at::Tensor col = at::empty({crs, per_pass * pixels}, x.options());
+  at::Tensor y_tmp = at::empty({s.K, per_pass * pixels}, x.options());
+  cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to `stream`
+  const CublasMathModeGuard math_mode(op, handle, CUBLAS_DEFAULT_MATH);  // true float32
+  for (int n0 = 0; n0 < s.N; n0 += per_pass) {
+    const int images = std::min(per_pass, s.N - n0);
+    const int columns = static_cast<int>(images * pixels);
+    run_im2col(op, s, x.data_ptr<float>(), n0, images, col.data_ptr<float>(), stream);
+    // Row-major Y_tmp [K x L] is column-major [L x K]: cuBLAS computes Y_tmp^T = X_col^T W^T,
+    // X_col^T column-major [L x CRS] (ld L), W^T column-major [CRS x K] (ld CRS).
+    const cublasStatus_t status = gemm_strided_batched(
+        handle, CUBLAS_OP_N, CUBLAS_OP_N, columns, s.K, static_cast<int>(crs),
+        col.data_ptr<float>(), columns, 0, w.data_ptr<float>(), static_cast<int>(crs), 0,
+        y_tmp.data_ptr<float>(), columns, 0, 1);
+    TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op, ": the cuBLAS GEMM failed with status ",
+                std::to_string(static_cast<int>(status)));
+    // This pass's Y_tmp is its first K * columns floats (ld = columns, as written).
+    const at::Tensor product =
+        y_tmp.view(-1).narrow(0, 0, s.K * std::int64_t{columns}).view({s.K, images, pixels}).transpose(0, 1);
+    at::Tensor out = y.narrow(0, n0, images).view({images, s.K, pixels});
+    if (bias) {
+      at::add_out(out, product, bias->view({1, s.K, 1}));
+    } else {
+      out.copy_(product);
+    }
+  }
 }
 
 // m3.05: x NHWC and w KRSC in float16 or bfloat16, y accumulated in float32 (m3.05 writes
@@ -398,6 +500,7 @@ void run_direct(const ConvShape& s, const at::Tensor& x, const at::Tensor& w,
 
 const ForwardKernel kForwardKernels[] = {
     {"m3_05_implicit_gemm", fits_m3_05, &run_m3_05, at::MemoryFormat::ChannelsLast},
+    {"im2col_one_gemm", fits_one_gemm, &run_im2col_one_gemm, at::MemoryFormat::Contiguous},
     {"m3_04_im2col_cublas", fits_m3_04, &run_m3_04_cublas, at::MemoryFormat::Contiguous},
     {"m3_03_direct_tiled", is_float32, &run_m3_03_tiled, at::MemoryFormat::Contiguous},
     {"direct_fp64", is_float64, &run_direct<double>, at::MemoryFormat::Contiguous},
@@ -474,25 +577,6 @@ ConvShape batch_slice(ConvShape s, int images) {
   return s;
 }
 
-// cuBLAS's math mode set to `mode` for the guard's lifetime, whatever PyTorch had (restored
-// also when an error leaves the scope early).
-class CublasMathModeGuard {
- public:
-  CublasMathModeGuard(const char* op, cublasHandle_t handle, cublasMath_t mode) : handle_(handle) {
-    TORCH_CHECK(cublasGetMathMode(handle_, &saved_) == CUBLAS_STATUS_SUCCESS, op,
-                ": cublasGetMathMode failed");
-    TORCH_CHECK(cublasSetMathMode(handle_, mode) == CUBLAS_STATUS_SUCCESS, op,
-                ": cublasSetMathMode failed");
-  }
-  ~CublasMathModeGuard() { cublasSetMathMode(handle_, saved_); }
-  CublasMathModeGuard(const CublasMathModeGuard&) = delete;
-  CublasMathModeGuard& operator=(const CublasMathModeGuard&) = delete;
-
- private:
-  cublasHandle_t handle_;
-  cublasMath_t saved_ = CUBLAS_DEFAULT_MATH;
-};
-
 // ---- The operators ----
 at::Tensor conv2d_cuda(const at::Tensor& input, const at::Tensor& weight,
                        const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
@@ -541,9 +625,10 @@ at::Tensor grad_input_gather(const char* op, const ConvShape& s, const at::Tenso
 
 // dx by stride phases (conv_split.h): for each phase (ph, pw), the phase's taps reversed and
 // transposed (phase_filters_kernel), a stride-1 forward of dy with them through the forward
-// table (m3.04 / m3.03 in float32 on NCHW, m3.05's tensor cores in float16 and bfloat16 on
+// table (im2col + GEMM / m3.03 in float32 on NCHW, m3.05's tensor cores in float16 and bfloat16 on
 // NHWC, the direct kernel in float64), and scatter_phase_kernel putting its rows into dx's
-// strided places. Every dx element is written once: deterministic, no atomics. For stride 1
+// strided places. Every dx element is written once (or zeroed first, where a phase has no
+// taps, then written): deterministic, no atomics. For stride 1
 // the one phase is dx itself and the forward writes dx directly (NCHW kernels). Returns dx
 // NCHW in dy's dtype.
 at::Tensor grad_input_by_phases(const char* op, const ConvShape& s, const at::Tensor& grad_output,
@@ -557,10 +642,23 @@ at::Tensor grad_input_by_phases(const char* op, const ConvShape& s, const at::Te
                                 std::max(activation_elements_per_image(s),
                                          grad_input_phase_elements_per_image(s)));
   at::Tensor dy_nchw, dy_nhwc;  // dy in the layouts the phases' kernels read, made once
+  // Phases without taps (a 1 x 1 filter at stride 2: three of the four) are zeros: one fill
+  // of dx first, instead of a scatter of zeros per phase, and the other phases overwrite it.
+  bool zeros_written = false;
+  for (int ph = 0; ph < s.stride_h && !zeros_written; ++ph) {
+    for (int pw = 0; pw < s.stride_w && !zeros_written; ++pw) {
+      const GradInputPhase phase = plan_grad_input_phase(s, ph, pw);
+      if (phase.has_rows() && !phase.has_taps()) {
+        dx.zero_();
+        zeros_written = true;
+      }
+    }
+  }
   for (int ph = 0; ph < s.stride_h; ++ph) {
     for (int pw = 0; pw < s.stride_w; ++pw) {
       const GradInputPhase phase = plan_grad_input_phase(s, ph, pw);
       if (!phase.has_rows()) continue;  // ph >= H: no dx row is this phase's
+      if (zeros_written && !phase.has_taps()) continue;  // zeros already
       const ForwardKernel* kernel = nullptr;
       at::Tensor w2, dy;
       if (phase.has_taps()) {
@@ -775,16 +873,17 @@ at::Tensor conv2d_grad_weight_direct_cuda(const at::Tensor& grad_output, const a
 }
 
 // dw (+)= dY * im2col(x)^T for one batch slice s (dy, x contiguous NCHW of s.N >= 1 images):
-// dw[K x CRS] = dY[K x NPQ] * im2col(x)^T[NPQ x CRS], in chunks of images whose im2col
-// matrix fits the column budget. Row-major dw is the column-major [CRS x K]
-// matrix, so cuBLAS computes
+// dw[K x CRS] = dY[K x NPQ] * im2col(x)^T[NPQ x CRS], one cuBLAS GEMM per chunk of images
+// whose im2col matrix fits the column budget, each chunk adding its product to the previous
+// chunks' (beta = 1), in chunk order. Row-major dw is the column-major [CRS x K] matrix, so
+// cuBLAS computes
 //   dw^T[CRS x K] = col[CRS x L] * dYchunk^T[L x K],  col given as its column-major transpose.
-// That GEMM has a small output (CRS x K: 576 x 64 for a 3 x 3, 64-channel layer, a handful of
-// cuBLAS's tiles) and a long reduction (L = images * P * Q, 10^5 here): one GEMM would keep a
-// few SMs busy for the whole of L. So the reduction is split: `slices` GEMMs of one
-// strided-batched call each take L / slices columns and write their own partial dw, and
-// add_partials_kernel adds the partials in a fixed order (split-K, as CUTLASS calls it; no
-// atomics, so the result is reproducible). Columns left over by the split get one more GEMM.
+// That GEMM has a small output (CRS x K: 1152 x 128 for a 3 x 3, 128-channel layer, nine
+// 128 x 128 tiles) and a long reduction (L = images * P * Q, 25,088 there): too few tiles for
+// the GPU's SMs, so the reduction has to be split. cuBLAS does that itself for a shape like
+// this (its split-K kernels, which add their parts in a fixed order: the same bits every
+// run), and on the H200 one call was faster than any split of our own into strided-batched
+// slices plus a reduction kernel, from 2 to 128 slices (the `split-K` of m2.09, one level up).
 // accumulate: add to dw (a later batch slice) instead of overwriting it.
 template <typename scalar_t>
 cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Tensor& dy,
@@ -792,55 +891,29 @@ cublasStatus_t grad_weight_gemm(const char* op, const ConvShape& s, const at::Te
                                 cublasHandle_t handle, cudaStream_t stream) {
   // 256 MiB by default, or COURSE_CONV_WGRAD_COLUMN_BUDGET_BYTES (conv_split.h, part 3).
   const std::int64_t column_budget = wgrad_column_budget() / std::int64_t{sizeof(scalar_t)};
-  constexpr std::int64_t kMinSliceColumns = 512;  // shorter slices: more partials than products
-  constexpr std::int64_t kOutputTile = 64;        // an estimate of cuBLAS's tile of CRS x K
   const std::int64_t pixels = std::int64_t{s.P()} * s.Q(), crs = s.gemm_k();
-  const std::int64_t npq = pixels * s.N, dw_elements = crs * s.K;
+  const std::int64_t npq = pixels * s.N;
   TORCH_CHECK(npq <= std::numeric_limits<int>::max(), op, ": N * P * Q must fit in int, got ",
               std::to_string(npq));
   const int chunk = static_cast<int>(
       std::max<std::int64_t>(1, std::min<std::int64_t>(s.N, column_budget / (crs * pixels))));
-  // Enough slices for two tiles per SM, none shorter than kMinSliceColumns.
-  const std::int64_t tiles =
-      ((crs + kOutputTile - 1) / kOutputTile) * ((s.K + kOutputTile - 1) / kOutputTile);
-  const std::int64_t wanted =
-      (2 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount + tiles - 1) / tiles;
-  const int max_slices = static_cast<int>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, chunk * pixels / kMinSliceColumns)));
-  at::Tensor rows = at::empty({s.K, npq}, dy.options());
+  // dY as the [K x N P Q] matrix: dy's [N][K][P Q] with its first two dimensions swapped
+  // (PyTorch's copy kernel; every row of P Q values stays contiguous).
+  const at::Tensor rows = dy.view({s.N, s.K, pixels}).transpose(0, 1).contiguous();
   at::Tensor col = at::empty({crs, chunk * pixels}, dy.options());
-  at::Tensor partials = at::empty({max_slices + 1, dw_elements}, dy.options());
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-  scalar_t* part = partials.data_ptr<scalar_t>();
-  output_to_rows_kernel<scalar_t><<<blocks_for(op, npq * s.K, kThreads), kThreads, 0, stream>>>(
-      dy.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(), s.N, s.K, pixels);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   for (int n0 = 0; n0 < s.N && status == CUBLAS_STATUS_SUCCESS; n0 += chunk) {
     const int images = std::min(chunk, s.N - n0);
     const std::int64_t columns = images * pixels;
     run_im2col(op, s, x.data_ptr<scalar_t>(), n0, images, col.data_ptr<scalar_t>(), stream);
-    const int slices = static_cast<int>(std::max<std::int64_t>(
-        1, std::min<std::int64_t>(max_slices, columns / kMinSliceColumns)));
-    const std::int64_t slice = columns / slices, rest = columns - slice * slices;
-    const scalar_t* chunk_rows = rows.data_ptr<scalar_t>() + n0 * pixels;
-    // Slice i: col's columns [i * slice, (i + 1) * slice) (rows of its column-major
-    // transpose, ld = columns) and the same columns of dY (ld = npq), into partial i.
-    status = gemm_strided_batched(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(crs), s.K,
-                                  static_cast<int>(slice), col.data_ptr<scalar_t>(),
-                                  static_cast<int>(columns), slice, chunk_rows,
-                                  static_cast<int>(npq), slice, part, static_cast<int>(crs),
-                                  dw_elements, slices);
-    if (rest > 0 && status == CUBLAS_STATUS_SUCCESS) {
-      status = gemm_strided_batched(
-          handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(crs), s.K, static_cast<int>(rest),
-          col.data_ptr<scalar_t>() + slice * slices, static_cast<int>(columns), 0,
-          chunk_rows + slice * slices, static_cast<int>(npq), 0, part + slices * dw_elements,
-          static_cast<int>(crs), 0, 1);
-    }
-    add_partials_kernel<scalar_t><<<blocks_for(op, dw_elements, kThreads), kThreads, 0, stream>>>(
-        part, slices + (rest > 0 ? 1 : 0), dw_elements, accumulate || n0 > 0,
-        dw.data_ptr<scalar_t>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    // col's columns are rows of its column-major transpose (ld = columns); the chunk's
+    // columns of dY start at n0 * P * Q (ld = N P Q).
+    status = gemm_strided_batched(
+        handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(crs), s.K, static_cast<int>(columns),
+        col.data_ptr<scalar_t>(), static_cast<int>(columns), 0,
+        rows.data_ptr<scalar_t>() + n0 * pixels, static_cast<int>(npq), 0,
+        dw.data_ptr<scalar_t>(), static_cast<int>(crs), 0, 1,
+        /*accumulate=*/accumulate || n0 > 0);
   }
   return status;
 }

@@ -151,7 +151,7 @@ __global__ void __launch_bounds__((kTransposeTile * kTransposeRowThreads))
 }
 
 // dYt [K][rows_padded] from dy in NCHW ([images][K][pixels]): dYt[k][n pixels + j] =
-// dy[n][k][j], output_to_rows_kernel's copy with the padding columns zeroed. Thread l divides
+// dy[n][k][j], dy's first two dimensions swapped, with the padding columns zeroed. Thread l divides
 // once for its (n, j), then copies its column of every gridDim.y-th channel: consecutive
 // threads read and write consecutive addresses.
 constexpr int kRowsThreads = 256;
