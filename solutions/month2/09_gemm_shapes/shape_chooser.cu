@@ -54,9 +54,8 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
       static_cast<long long>((M + block_m(plan.tile) - 1) / block_m(plan.tile)) *
       ((N + block_n(plan.tile) - 1) / block_n(plan.tile));
   const long long blocks_wanted = kBlocksPerMultiprocessor * multiprocessors;
-  long long splits = tile_fills_multiprocessor(plan.tile)
-                         ? std::max(1LL, blocks_wanted / tiles)
-                         : (blocks_wanted + tiles - 1) / tiles;
+  long long splits = tile_fills_multiprocessor(plan.tile) ? std::max(1LL, blocks_wanted / tiles)
+                                                          : (blocks_wanted + tiles - 1) / tiles;
   // Each split must keep at least kMinKTilesPerSplit k-tiles: a shorter one spends its time
   // filling and draining the pipeline and writing its partial C.
   const long long k_tiles = (K + k_tile(plan.tile, precision) - 1) / k_tile(plan.tile, precision);
