@@ -178,29 +178,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// Never launched: its attributes tell which machine code the runtime picked for this GPU
-// from this file (the same test as m3.05's wgmma_runs_here). Built for sm_90a (with wgmma)
-// it holds 1 KiB of shared memory, otherwise none. Asking costs no launch and no
-// synchronisation, so a launcher may ask while its stream is being captured into a graph.
-constexpr int kMarkerInts = 256;
-__global__ void sm90a_marker_kernel(int* sink) {
-#if defined(COURSE_HAVE_WGMMA)
-  __shared__ int marker[kMarkerInts];
-  const int i = static_cast<int>(threadIdx.x) % kMarkerInts;
-  marker[i] = i;
-  __syncthreads();
-  *sink = marker[(i + 1) % kMarkerInts];
-#else
-  (void)sink;
-#endif
-}
+namespace {
+struct ThisFile {};
 
-// True when the runtime took this file's sm_90a machine code on the current GPU.
-inline bool sm90a_code_loaded() {
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, sm90a_marker_kernel));
-  return attributes.sharedSizeBytes == kMarkerInts * sizeof(int);
-}
+// True when the runtime took this file's sm_90a machine code on the current GPU
+// (course/hopper.h: the attributes of a marker kernel of this file's own, no launch).
+inline bool sm90a_code_loaded() { return hw::sm90a_code_loaded<ThisFile>(); }
+}  // namespace
 
 // Runs the kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte boundaries (k and
 // ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per tile along z.
