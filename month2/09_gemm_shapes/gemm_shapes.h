@@ -92,9 +92,10 @@ inline std::size_t workspace_floats(const GemmPlan& plan, int M, int N) {
 // cp.async copies of the mma.sync kernel and the TMA copies of the wgmma one need every row
 // of A and B to start on a 16-byte boundary, which K or N not a multiple of 8, or a
 // misaligned A or B, do not give. Then hgemm_planned, given this much workspace beyond the
-// partials, copies A into an M x K8 matrix and B into a K8 x N8 one (K8, N8: K, N rounded up to 8; zeros in the extra rows
-// and columns, whose products add nothing) and runs the aligned kernel on the copies. The
-// extra 3 floats let the copies start on a 16-byte boundary wherever the workspace starts.
+// partials, copies A into an M x K8 matrix and B into a K8 x N8 one (K8, N8: K, N rounded
+// up to 8; zeros in the extra rows and columns, whose products add nothing) and runs the
+// aligned kernel on the copies. The extra 3 floats let the copies start on a 16-byte
+// boundary wherever the workspace starts.
 inline int round_up_to_8(int value) { return (value + 7) / 8 * 8; }
 inline std::size_t padded_copies_floats(int M, int N, int K) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
