@@ -15,9 +15,13 @@
 //  * Odd sizes on the float16 path: A and B copied into zero-padded, aligned matrices in the
 //    workspace, then the aligned kernel (or, without room, predicated loads, mma_split_k.h),
 //    instead of m2.07's one-half-at-a-time fallback.
+//  * On a Hopper (H100, H200), float16 runs a wide 128 x 256 tile on m2.08's wgmma + TMA
+//    main loop (wgmma_split_k.h), split the same way: mma.sync cannot feed Hopper's tensor
+//    cores at their rate.
 //  * The chooser (shape_chooser.cu, task m2.09c) picks the tile and the number of splits
 //    from the count of output tiles against the count of multiprocessors.
-// The kernels are in the given headers sgemm_split_k.h and mma_split_k.h; README.md explains.
+// The kernels are in the given headers sgemm_split_k.h, mma_split_k.h and wgmma_split_k.h;
+// README.md explains.
 #include "gemm_shapes.h"
 
 // ---- given: the same in the skeleton and the solution (./course check compares) ----
@@ -38,6 +42,7 @@
 
 #include "mma_split_k.h"    // the float16 kernel (m2.07's main loop on a range of K)
 #include "sgemm_split_k.h"  // the float32 kernel (m2.05's main loop on a range of K)
+#include "wgmma_split_k.h"  // the float16 kernel on a Hopper (m2.08's main loop, a range of K)
 
 namespace course::COURSE_IMPL {  // see course/impl.h
 // ---- end of given ----

@@ -4,10 +4,11 @@
 // Every GEMM here computes row-major C[M x N] = alpha * A[M x K] * B[K x N] + beta * C with
 // the month-2 conventions (course/gemm.h): float32 C and accumulation, A and B in float32
 // (sgemm_*, m2.05's register-tiled main loop) or float16 (hgemm_*, m2.07's mma.sync main
-// loop); when beta == 0, C is only written, never read; any M, N, K >= 0 and any alignment
-// of the pointers. They throw std::invalid_argument for bad arguments (the message says
-// which), course::UnsupportedDevice where this GPU cannot run the kernel (shared memory),
-// and course::CudaError if a launch fails.
+// loop, or on a Hopper GPU m2.08's wgmma one); when beta == 0, C is only written, never
+// read; any M, N, K >= 0 and any alignment of the pointers. They throw
+// std::invalid_argument for bad arguments (the message says which), course::UnsupportedDevice
+// where this GPU cannot run the kernel (shared memory; the wide tile off a Hopper), and
+// course::CudaError if a launch fails.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -31,11 +32,17 @@ enum class Precision { fp32, fp16 };
 //   skinny   32 x 128: for M <= 64, where a 128-row tile would be mostly zeros: a block
 //                      multiplies 32 rows, not 128 (for M = 33 .. 64, two blocks per column
 //                      of tiles instead of one; the blocks for the SMs come from split-K).
-enum class BlockTile { square, skinny };
+//   wide    128 x 256: float16 on a Hopper GPU (H100, H200) only: m2.08's wgmma + TMA main
+//                      loop (wgmma_split_k.h), which mma.sync cannot keep up with there. Its
+//                      4 stages of 48 KiB fill a multiprocessor's shared memory: one block
+//                      per SM.
+enum class BlockTile { square, skinny, wide };
 
 inline constexpr int kSquareBlockM = 128;
 inline constexpr int kSkinnyBlockM = 32;
-inline constexpr int kBlockN = 128;           // both tiles
+inline constexpr int kWideBlockM = 128;
+inline constexpr int kBlockN = 128;           // the square and skinny tiles
+inline constexpr int kWideBlockN = 256;       // the wide tile
 inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
 inline constexpr int kMinKTilesPerSplit = 8;  // a split runs at least this many k-tiles
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
@@ -44,13 +51,25 @@ inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up
 inline constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
 
 __host__ __device__ constexpr int block_m(BlockTile tile) {
-  return tile == BlockTile::square ? kSquareBlockM : kSkinnyBlockM;
+  return tile == BlockTile::skinny ? kSkinnyBlockM
+                                   : (tile == BlockTile::wide ? kWideBlockM : kSquareBlockM);
+}
+__host__ __device__ constexpr int block_n(BlockTile tile) {
+  return tile == BlockTile::wide ? kWideBlockN : kBlockN;
 }
 
 // The depth of one k-tile, the unit a split's K range is counted in: 16 for m2.05's float32
-// main loop, 32 for m2.07's float16 one.
-__host__ __device__ constexpr int k_tile(Precision precision) {
-  return precision == Precision::fp32 ? 16 : 32;
+// main loop, 32 for m2.07's float16 one, 64 for m2.08's wgmma one (the wide tile: 64 halves
+// are one 128-byte row of the TMA's swizzled tiles).
+__host__ __device__ constexpr int k_tile(BlockTile tile, Precision precision) {
+  return precision == Precision::fp32 ? 16 : (tile == BlockTile::wide ? 64 : 32);
+}
+
+// True for a tile of which one block fills a multiprocessor (the wide one): there, a grid of
+// one block more than the SMs runs in two waves, the second with one block. The square and
+// skinny tiles fit two or more blocks per SM, so a few blocks over the SMs still run at once.
+__host__ __device__ constexpr bool tile_fills_multiprocessor(BlockTile tile) {
+  return tile == BlockTile::wide;
 }
 
 // How to run one GEMM: which block tile, and into how many ranges of K (splits) the grid's z
@@ -70,12 +89,13 @@ inline std::size_t workspace_floats(const GemmPlan& plan, int M, int N) {
 }
 
 // float16 only. The floats of workspace for zero-padded copies of A and B: the 16-byte
-// cp.async copies of the float16 kernel need every row of A and B to start on a 16-byte
-// boundary, which K or N not a multiple of 8, or a misaligned A or B, do not give. Then
-// hgemm_planned, given this much workspace beyond the partials, copies A into an M x K8
-// matrix and B into a K8 x N8 one (K8, N8: K, N rounded up to 8; zeros in the extra rows
-// and columns, whose products add nothing) and runs the aligned kernel on the copies. The
-// extra 3 floats let the copies start on a 16-byte boundary wherever the workspace starts.
+// cp.async copies of the mma.sync kernel and the TMA copies of the wgmma one need every row
+// of A and B to start on a 16-byte boundary, which K or N not a multiple of 8, or a
+// misaligned A or B, do not give. Then hgemm_planned, given this much workspace beyond the
+// partials, copies A into an M x K8 matrix and B into a K8 x N8 one (K8, N8: K, N rounded
+// up to 8; zeros in the extra rows and columns, whose products add nothing) and runs the
+// aligned kernel on the copies. The extra 3 floats let the copies start on a 16-byte
+// boundary wherever the workspace starts.
 inline int round_up_to_8(int value) { return (value + 7) / 8 * 8; }
 inline std::size_t padded_copies_floats(int M, int N, int K) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
@@ -131,9 +151,19 @@ COURSE_DECLARE_IMPLS(
 
     // Yours, in shape_chooser.cu (m2.09c): the plan for an M x N x K GEMM in `precision` on a GPU
     // with `multiprocessors` SMs, when `workspace_floats` floats of workspace are available.
-    // Host code, no GPU needed: the tests check its decisions on a table of shapes.
+    // `wide_tile_available`: whether the wide tile's wgmma kernel runs on that GPU (pass
+    // wide_tile_runs_here() for the current one); the given part of the chooser then takes it
+    // for float16 unless M is small. Host code, no GPU needed: the tests check its decisions
+    // on a table of shapes.
     gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,
-                                           int multiprocessors, std::size_t workspace_floats);
+                                           int multiprocessors, std::size_t workspace_floats,
+                                           bool wide_tile_available);
+
+    // Given (wgmma_split_k.h): whether hgemm_planned can run the wide tile on the current GPU:
+    // a Hopper (compute capability 9.0, as course/requirements.h sees it, so
+    // COURSE_COMPUTE_CAPABILITY=8.0 says no), and this library built with sm_90a machine code
+    // (CMAKE_CUDA_ARCHITECTURES with 90 in it), which the runtime loaded. Needs a GPU.
+    bool wide_tile_runs_here();
 
     // One GEMM run as `plan` says. `workspace` (device memory, workspace_floats(plan, M, N)
     // floats or more; may be null when splits == 1) holds the partial products. plan.splits
@@ -141,7 +171,10 @@ COURSE_DECLARE_IMPLS(
     // chunks (K or N not a multiple of 8, A or B not 16-byte aligned): with
     // padded_copies_floats(M, N, K) more floats of workspace it copies them, zero-padded,
     // after the partials and runs the aligned kernel; with less, it loads them element by
-    // element (the predicated kernel, slower). The same arguments always take the same path.
+    // element (the predicated kernel, slower; for the wide tile, whose TMA copies cannot, the
+    // square tile's). The wide tile is float16's only: sgemm_planned rejects it, and
+    // hgemm_planned throws course::UnsupportedDevice where wide_tile_runs_here() is false.
+    // The same arguments always take the same path.
     void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
                        const float* A, const float* B, float beta, float* C, float* workspace,
                        std::size_t workspace_floats, cudaStream_t stream = nullptr);

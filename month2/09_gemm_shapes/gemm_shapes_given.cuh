@@ -1,7 +1,8 @@
 // Given code for exercise m2.09 (the same for your version and the reference): the launchers
 // of the split GEMMs, which run your split_k_tiles (task m2.09a) through the kernels of
-// sgemm_split_k.h and mma_split_k.h, then your reduce_splits_kernel (task m2.09b), and the
-// entry points sgemm_shapes / hgemm_shapes, which ask your chooser (task m2.09c) for a plan.
+// sgemm_split_k.h, mma_split_k.h and wgmma_split_k.h, then your reduce_splits_kernel (task
+// m2.09b), and the entry points sgemm_shapes / hgemm_shapes, which ask your chooser (task
+// m2.09c) for a plan.
 // gemm_shapes.cu includes it after your kernels, inside namespace course::COURSE_IMPL, so it
 // has no includes of its own.
 #pragma once
@@ -83,15 +84,46 @@ void launch_pad_copy(const char* function, const __half* source, int rows, int c
   CUDA_CHECK_LAUNCH();
 }
 
-template <class Tile, class PredicatedTile>
-void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, float alpha,
-                       const __half* A, const __half* B, float beta, float* C, float* workspace,
-                       std::size_t workspace_floats, cudaStream_t stream) {
-  const std::size_t partial_floats =  // the same for either tile
+// Runs `run_aligned(k, a, b, ldb)` (a kernel launch on A [M x k], B [k x ldb] with every row
+// on a 16-byte boundary) on A and B where they are, or on their zero-padded copies in the
+// workspace after the partials. False when neither is possible (no room for the copies):
+// then the caller takes a predicated kernel.
+template <class RunAligned>
+bool run_on_aligned_operands(const char* function, int splits, int M, int N, int K,
+                             const __half* A, const __half* B, float* workspace,
+                             std::size_t workspace_floats, cudaStream_t stream,
+                             RunAligned run_aligned) {
+  const std::size_t partial_floats =  // the same for every tile
       gemm_shapes::workspace_floats(gemm_shapes::GemmPlan{gemm_shapes::BlockTile::square, splits},
                                     M, N);
   const HalfOperands operands = half_operands(M, N, K, A, B, partial_floats,
                                               workspace != nullptr ? workspace_floats : 0);
+  if (operands == HalfOperands::direct) {
+    run_aligned(K, A, B, N);
+    return true;
+  }
+  if (operands == HalfOperands::predicated) return false;
+  // The copies start at the first 16-byte boundary after the partials: A' (M x K8), then
+  // B' (K8 x N8), both whole numbers of 16-byte chunks. An operand whose rows are already
+  // aligned is used as it is (B needs its copy whenever K is padded: rows K .. K8 - 1 must
+  // be zeros).
+  const int k8 = gemm_shapes::round_up_to_8(K), n8 = gemm_shapes::round_up_to_8(N);
+  const std::uintptr_t after_partials =
+      reinterpret_cast<std::uintptr_t>(workspace + partial_floats);
+  auto* padded_a = reinterpret_cast<__half*>((after_partials + 15) / 16 * 16);
+  __half* padded_b = padded_a + static_cast<std::size_t>(M) * k8;
+  const bool copy_a = !gemm_shapes::half_rows_aligned(A, K);
+  const bool copy_b = K % 8 != 0 || !gemm_shapes::half_rows_aligned(B, N);
+  if (copy_a) launch_pad_copy(function, A, M, K, padded_a, M, k8, stream);
+  if (copy_b) launch_pad_copy(function, B, K, N, padded_b, k8, n8, stream);
+  run_aligned(k8, copy_a ? padded_a : A, copy_b ? padded_b : B, copy_b ? n8 : N);
+  return true;
+}
+
+template <class Tile, class PredicatedTile>
+void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, float alpha,
+                       const __half* A, const __half* B, float beta, float* C, float* workspace,
+                       std::size_t workspace_floats, cudaStream_t stream) {
   auto launch = [&](auto kernel, auto tile, int k, const __half* a, const __half* b, int ldb) {
     using T = decltype(tile);
     const long long blocks =
@@ -101,27 +133,43 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
              T::kSharedBytes, stream>>>(M, N, k, alpha, a, b, ldb, beta, C, workspace);
     CUDA_CHECK_LAUNCH();
   };
-  const auto aligned_kernel = mma_split_k::mma_split_k_kernel<Tile, false>;
-  if (operands == HalfOperands::direct) {
-    launch(aligned_kernel, Tile{}, K, A, B, N);
-  } else if (operands == HalfOperands::padded) {
-    // The copies start at the first 16-byte boundary after the partials: A' (M x K8), then
-    // B' (K8 x N8), both whole numbers of 16-byte chunks. An operand whose rows are already
-    // aligned is used as it is (B needs its copy whenever K is padded: rows K .. K8 - 1 must
-    // be zeros).
-    const int k8 = gemm_shapes::round_up_to_8(K), n8 = gemm_shapes::round_up_to_8(N);
-    const std::uintptr_t after_partials =
-        reinterpret_cast<std::uintptr_t>(workspace + partial_floats);
-    auto* padded_a = reinterpret_cast<__half*>((after_partials + 15) / 16 * 16);
-    __half* padded_b = padded_a + static_cast<std::size_t>(M) * k8;
-    const bool copy_a = !gemm_shapes::half_rows_aligned(A, K);
-    const bool copy_b = K % 8 != 0 || !gemm_shapes::half_rows_aligned(B, N);
-    if (copy_a) launch_pad_copy(function, A, M, K, padded_a, M, k8, stream);
-    if (copy_b) launch_pad_copy(function, B, K, N, padded_b, k8, n8, stream);
-    launch(aligned_kernel, Tile{}, k8, copy_a ? padded_a : A, copy_b ? padded_b : B,
-           copy_b ? n8 : N);
-  } else {
+  const bool ran = run_on_aligned_operands(
+      function, splits, M, N, K, A, B, workspace, workspace_floats, stream,
+      [&](int k, const __half* a, const __half* b, int ldb) {
+        launch(mma_split_k::mma_split_k_kernel<Tile, false>, Tile{}, k, a, b, ldb);
+      });
+  if (!ran) {
     launch(mma_split_k::mma_split_k_kernel<PredicatedTile, true>, PredicatedTile{}, K, A, B, N);
+  }
+}
+
+// The wide tile: m2.08's wgmma kernel (wgmma_split_k.h) on a Hopper. Its TMA copies need
+// aligned rows, so odd sizes go through the padded copies; without room for them, and for
+// K == 0 (nothing to multiply, and a tensor map of zero columns is an error), the square
+// tile's kernels run instead: the same arguments still always take the same path.
+void launch_hgemm_wide(const char* function, int splits, int M, int N, int K, float alpha,
+                       const __half* A, const __half* B, float beta, float* C, float* workspace,
+                       std::size_t workspace_floats, cudaStream_t stream) {
+  if (!wide_tile_runs_here()) {
+    throw UnsupportedDevice(
+        std::string(function) + ": the wide tile runs m2.08's wgmma kernel, " +
+        (hopper::is_hopper_gpu()
+             ? "but this build has no sm_90a machine code for it (configure with 90 in "
+               "CMAKE_CUDA_ARCHITECTURES)"
+             : "which needs a Hopper GPU (compute capability 9.0: H100, H200)") +
+        "; plan with choose_gemm_plan(..., wide_tile_runs_here())");
+  }
+  const bool ran =
+      K > 0 && run_on_aligned_operands(function, splits, M, N, K, A, B, workspace,
+                                       workspace_floats, stream,
+                                       [&](int k, const __half* a, const __half* b, int ldb) {
+                                         wgmma_split_k::launch(function, splits, M, N, k, alpha,
+                                                               a, b, ldb, beta, C, workspace,
+                                                               stream);
+                                       });
+  if (!ran) {
+    launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
+        function, splits, M, N, K, alpha, A, B, beta, C, workspace, workspace_floats, stream);
   }
 }
 
@@ -169,12 +217,18 @@ int multiprocessor_count() {
 
 }  // namespace
 
+bool wide_tile_runs_here() {
+  return hopper::is_hopper_gpu() && wgmma_split_k::sm90a_code_loaded();
+}
+
 void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
                    const float* A, const float* B, float beta, float* C, float* workspace,
                    std::size_t workspace_floats, cudaStream_t stream) {
   constexpr const char* kFunction = "sgemm_planned";
   if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
     return;
+  require(plan.tile != gemm_shapes::BlockTile::wide, kFunction,
+          "the wide tile is the float16 wgmma kernel's; float32 runs the square or skinny one");
   if (plan.tile == gemm_shapes::BlockTile::square) {
     launch_sgemm_tile<sgemm_split_k::SquareTile>(kFunction, plan.splits, M, N, K, alpha, A, B, beta,
                                                  C, workspace, stream);
@@ -192,7 +246,10 @@ void hgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
   constexpr const char* kFunction = "hgemm_planned";
   if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
     return;
-  if (plan.tile == gemm_shapes::BlockTile::square) {
+  if (plan.tile == gemm_shapes::BlockTile::wide) {
+    launch_hgemm_wide(kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace,
+                      workspace_floats, stream);
+  } else if (plan.tile == gemm_shapes::BlockTile::square) {
     launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
         kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, workspace_floats,
         stream);
@@ -209,12 +266,13 @@ void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float*
                   float* C, cudaStream_t stream) {
   require_gemm_arguments("sgemm_shapes", M, N, K);
   if (M == 0 || N == 0) return;
-  gemm_shapes::GemmPlan plan = choose_gemm_plan(
-      M, N, K, gemm_shapes::Precision::fp32, multiprocessor_count(), kSharedWorkspaceFloats);
+  gemm_shapes::GemmPlan plan =
+      choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp32, multiprocessor_count(),
+                       kSharedWorkspaceFloats, /*wide_tile_available=*/false);
   const Workspace workspace = shared_workspace(gemm_shapes::workspace_floats(plan, M, N), stream);
   if (workspace.floats < gemm_shapes::workspace_floats(plan, M, N)) {  // captured, none yet
     plan = choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp32, multiprocessor_count(),
-                            workspace.floats);
+                            workspace.floats, /*wide_tile_available=*/false);
   }
   sgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace.data, workspace.floats, stream);
 }
@@ -223,15 +281,17 @@ void hgemm_shapes(int M, int N, int K, float alpha, const __half* A, const __hal
                   float* C, cudaStream_t stream) {
   require_gemm_arguments("hgemm_shapes", M, N, K);
   if (M == 0 || N == 0) return;
+  // On a Hopper built for it, the chooser may take the wide tile (m2.08's wgmma kernel).
+  const bool wide = wide_tile_runs_here();
   gemm_shapes::GemmPlan plan = choose_gemm_plan(
-      M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(), kSharedWorkspaceFloats);
+      M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(), kSharedWorkspaceFloats, wide);
   // Odd sizes and misaligned operands: room for the padded copies after the partials.
   const std::size_t partials = gemm_shapes::workspace_floats(plan, M, N);
   const Workspace workspace =
       shared_workspace(gemm_shapes::hgemm_workspace_floats(plan, M, N, K, A, B), stream);
   if (workspace.floats < partials) {  // captured, none yet
     plan = choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(),
-                            workspace.floats);
+                            workspace.floats, wide);
   }
   hgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace.data, workspace.floats, stream);
 }

@@ -56,7 +56,8 @@ static_assert(SquareTile::kBlockM == gemm_shapes::kSquareBlockM &&
                   SkinnyTile::kBlockM == gemm_shapes::kSkinnyBlockM &&
                   SquareTile::kBlockN == gemm_shapes::kBlockN &&
                   SkinnyTile::kBlockN == gemm_shapes::kBlockN &&
-                  SquareTile::kBlockK == gemm_shapes::k_tile(gemm_shapes::Precision::fp16) &&
+                  SquareTile::kBlockK == gemm_shapes::k_tile(gemm_shapes::BlockTile::square,
+                                                             gemm_shapes::Precision::fp16) &&
                   SquarePredicatedTile::kBlockK == SquareTile::kBlockK,
               "the chooser's tile sizes (gemm_shapes.h) are the kernels' tile sizes");
 

@@ -64,7 +64,8 @@ static_assert(SquareTile::BM == gemm_shapes::kSquareBlockM &&
                   SkinnyTile::BM == gemm_shapes::kSkinnyBlockM &&
                   SquareTile::BN == gemm_shapes::kBlockN &&
                   SkinnyTile::BN == gemm_shapes::kBlockN &&
-                  SquareTile::BK == gemm_shapes::k_tile(gemm_shapes::Precision::fp32),
+                  SquareTile::BK == gemm_shapes::k_tile(gemm_shapes::BlockTile::square,
+                                                        gemm_shapes::Precision::fp32),
               "the chooser's tile sizes (gemm_shapes.h) are the kernels' tile sizes");
 
 // kVectorized: float4 loads, copies and stores (K % 4 == 0, N % 4 == 0, 16-byte aligned A,

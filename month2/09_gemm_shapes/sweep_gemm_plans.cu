@@ -6,10 +6,13 @@
 //   ./build/month2/09_gemm_shapes/m2_09_gemm_shapes_sweep                    (all, ~2 minutes)
 //   ./build/month2/09_gemm_shapes/m2_09_gemm_shapes_sweep --benchmark_filter=sweep_fp16
 //
-// Plans: the square tile, and the skinny one where M <= kSkinnyMaxM, each with 1, 2, 3, 4, 6,
-// 8, 12 and 16 splits, through the reference's planned launchers (sgemm_planned,
-// hgemm_planned) with a workspace of their own large enough for the partials and, in
-// float16, the zero-padded copies of odd sizes. Baselines: cuBLAS SGEMM in float32 with
+// Plans: the square tile, the skinny one where M <= kSkinnyMaxM, and in float16 on a Hopper
+// built with sm_90a the wide one (m2.08's wgmma kernel, every M: its row at M <= 64 shows
+// what the skinny tile saves), each with 1, 2, 3, 4, 6, 8, 12 and 16 splits, through the
+// reference's planned launchers (sgemm_planned, hgemm_planned) with a workspace of their own
+// large enough for the partials and, in float16, the zero-padded copies of odd sizes. The
+// wide tile's row on 3000 x 5000 x 2000 (480 tiles: 3.6 waves of 132) is where splits could
+// trade the last partial wave for a reduction. Baselines: cuBLAS SGEMM in float32 with
 // CUBLAS_DEFAULT_MATH (no TF32), and cublasGemmEx with float16 A and B, float32 C and
 // accumulation. Every row is verified against a float64 reference before it is timed
 // (course/gemm_benchmark.h: L2 flushed before every iteration, CUDA events).
@@ -42,19 +45,36 @@ using course::gemm_shapes::Precision;
 
 const std::vector<int> kSplits = {1, 2, 3, 4, 6, 8, 12, 16};
 
-// The plans a shape is timed with: square always, skinny where the chooser may pick it.
-std::vector<GemmPlan> plans_for(const GemmShape& shape) {
+// The tiles timed in a precision: square and skinny; in float16 the wide one too, where it
+// runs (a Hopper, built with sm_90a).
+std::vector<BlockTile> tiles_of(Precision precision) {
+  std::vector<BlockTile> tiles = {BlockTile::square, BlockTile::skinny};
+  if (precision == Precision::fp16 && course::solution::wide_tile_runs_here())
+    tiles.push_back(BlockTile::wide);
+  return tiles;
+}
+
+// Whether `tile` is timed on `shape`: the skinny one where the chooser may pick it.
+bool tile_fits(BlockTile tile, const GemmShape& shape) {
+  return tile != BlockTile::skinny || shape.M <= course::gemm_shapes::kSkinnyMaxM;
+}
+
+// The plans a shape is timed with.
+std::vector<GemmPlan> plans_for(Precision precision, const GemmShape& shape) {
   std::vector<GemmPlan> plans;
-  for (BlockTile tile : {BlockTile::square, BlockTile::skinny}) {
-    if (tile == BlockTile::skinny && shape.M > course::gemm_shapes::kSkinnyMaxM) continue;
+  for (BlockTile tile : tiles_of(precision)) {
+    if (!tile_fits(tile, shape)) continue;
     for (int splits : kSplits) plans.push_back(GemmPlan{tile, splits});
   }
   return plans;
 }
 
+const char* tile_name(BlockTile tile) {
+  return tile == BlockTile::square ? "square" : (tile == BlockTile::skinny ? "skinny" : "wide");
+}
+
 std::string plan_name(const GemmPlan& plan) {
-  return std::string(plan.tile == BlockTile::square ? "square" : "skinny") + "_splits" +
-         std::to_string(plan.splits);
+  return std::string(tile_name(plan.tile)) + "_splits" + std::to_string(plan.splits);
 }
 
 // One workspace for every row, grown to the largest plan asked for (cudaMalloc outside the
@@ -69,15 +89,15 @@ float* sweep_workspace(std::size_t floats) {
 }
 
 template <typename Input>
-void register_sweep(const std::string& family, const std::vector<GemmShape>& shapes) {
+void register_sweep(const std::string& family, Precision precision,
+                    const std::vector<GemmShape>& shapes) {
   course::bench::register_gemm_shape_baseline<Input>(family, shapes);
-  for (BlockTile tile : {BlockTile::square, BlockTile::skinny}) {
+  for (BlockTile tile : tiles_of(precision)) {
     for (int splits : kSplits) {
       const GemmPlan plan{tile, splits};
       std::vector<GemmShape> fitting;
       for (const GemmShape& shape : shapes) {
-        if (tile == BlockTile::square || shape.M <= course::gemm_shapes::kSkinnyMaxM)
-          fitting.push_back(shape);
+        if (tile_fits(tile, shape)) fitting.push_back(shape);
       }
       if (fitting.empty()) continue;
       course::bench::register_gemm_shape_row<Input>(
@@ -104,26 +124,32 @@ template <typename Input>
 void print_table(const std::string& family, Precision precision,
                  const std::vector<GemmShape>& shapes) {
   const int sms = course::bench::device().sm_count;
+  const bool wide = precision == Precision::fp16 && course::solution::wide_tile_runs_here();
   std::printf(
       "\n%s (%s): time of each plan / time of %s; < fastest plan, * the chooser's pick "
       "(%d SMs)\n",
       family.c_str(), course::bench::precision_label<Input>(),
       course::bench::gemm_baseline_name<Input>().c_str(), sms);
+  if (precision == Precision::fp16) {
+    std::printf("(the wide tile, m2.08's wgmma kernel: %s)\n",
+                wide ? "timed, the chooser's pick where it takes it"
+                     : "not timed: not a Hopper, or built without sm_90a");
+  }
   std::printf("%-20s %-7s", "M x N x K", "tile");
   for (int splits : kSplits) std::printf(" %7s", ("s=" + std::to_string(splits)).c_str());
   std::printf("\n");
   for (const GemmShape& shape : shapes) {
     const double cublas = course::bench::measured_gemm_tflops(
         family, course::bench::gemm_baseline_name<Input>(), shape);
-    const GemmPlan pick = course::solution::choose_gemm_plan(
-        shape.M, shape.N, shape.K, precision, sms, course::gemm_shapes::kSharedWorkspaceFloats);
+    const GemmPlan pick =
+        course::solution::choose_gemm_plan(shape.M, shape.N, shape.K, precision, sms,
+                                           course::gemm_shapes::kSharedWorkspaceFloats, wide);
     double best = 0.0;
-    for (const GemmPlan& plan : plans_for(shape))
+    for (const GemmPlan& plan : plans_for(precision, shape))
       best = std::max(best, course::bench::measured_gemm_tflops(family, plan_name(plan), shape));
-    for (BlockTile tile : {BlockTile::square, BlockTile::skinny}) {
-      if (tile == BlockTile::skinny && shape.M > course::gemm_shapes::kSkinnyMaxM) continue;
-      std::printf("%-20s %-7s", course::to_string(shape).c_str(),
-                  tile == BlockTile::square ? "square" : "skinny");
+    for (BlockTile tile : tiles_of(precision)) {
+      if (!tile_fits(tile, shape)) continue;
+      std::printf("%-20s %-7s", course::to_string(shape).c_str(), tile_name(tile));
       for (int splits : kSplits) {
         const double mine =
             course::bench::measured_gemm_tflops(family, plan_name({tile, splits}), shape);
@@ -143,8 +169,8 @@ void print_table(const std::string& family, Precision precision,
 
 int main(int argc, char** argv) {
   const std::vector<course::GemmShape>& shapes = course::gemm_shapes::benchmark_shapes();
-  register_sweep<float>("sweep_fp32", shapes);
-  register_sweep<__half>("sweep_fp16", shapes);
+  register_sweep<float>("sweep_fp32", Precision::fp32, shapes);
+  register_sweep<__half>("sweep_fp16", Precision::fp16, shapes);
   // One repetition unless the command line asks for more (a later flag wins).
   std::vector<char*> args(argv, argv + argc);
   std::string one_repetition = "--benchmark_repetitions=1";

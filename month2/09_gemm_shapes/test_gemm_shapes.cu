@@ -10,6 +10,10 @@
 //    aligned kernel on the copies; the test checks the copies were made) and without (the
 //    predicated kernel). Then the chooser's pick on the whole month-2 list, misaligned
 //    pointers, and determinism: two runs with many splits must give the same bits.
+//  * The wide tile (m2.08's wgmma kernel, wgmma_split_k.h): the same checks on a Hopper built
+//    with sm_90a, and that the float16 entry point takes it there; elsewhere (another GPU,
+//    COURSE_COMPUTE_CAPABILITY=8.0, a build without 90) those tests skip, saying why, and a
+//    plan with the wide tile must be refused, never run on something else.
 #include <gtest/gtest.h>
 
 #include <cuda_fp16.h>
@@ -28,7 +32,13 @@
 
 #include "course/gemm_testing.h"
 #include "course/guarded_buffer.h"
+#include "course/requirements.h"
 #include "gemm_shapes.h"
+
+// CMakeLists.txt says whether this build has the wide tile's sm_90a machine code.
+#if !defined(COURSE_M2_09_HAS_SM90A)
+#define COURSE_M2_09_HAS_SM90A 0
+#endif
 
 namespace {
 
@@ -50,7 +60,27 @@ constexpr const char* kAllHint =
     "look at TODO(m2.09a) and TODO(m2.09b) in month2/09_gemm_shapes/gemm_shapes.cu and "
     "TODO(m2.09c) in month2/09_gemm_shapes/shape_chooser.cu";
 
-const char* tile_name(BlockTile tile) { return tile == BlockTile::square ? "square" : "skinny"; }
+const char* tile_name(BlockTile tile) {
+  return tile == BlockTile::square ? "square" : (tile == BlockTile::skinny ? "skinny" : "wide");
+}
+
+// Why the wide tile cannot run here, or "" when it can: it needs a Hopper (compute capability
+// 9.0, as COURSE_COMPUTE_CAPABILITY lets it look) and this build's sm_90a machine code.
+std::string wide_tile_absent_reason() {
+  if (!COURSE_M2_09_HAS_SM90A) {
+    return "this build has no sm_90a machine code (CMAKE_CUDA_ARCHITECTURES without 90): the "
+           "wide tile's wgmma kernel is not built, float16 runs on mma.sync";
+  }
+  const course::ComputeCapability cc = course::device_compute_capability();
+  if (cc.number() != 90) {
+    return "the wide tile's wgmma kernel needs compute capability 9.0 (a Hopper: H100, H200); "
+           "this GPU has " +
+           cc.text() +
+           (course::compute_capability_emulated() ? " (emulated by COURSE_COMPUTE_CAPABILITY)"
+                                                  : "");
+  }
+  return "";
+}
 
 // --- CPU: the K ranges ------------------------------------------------------------------------
 
@@ -96,6 +126,7 @@ struct ChooserCase {
   BlockTile tile;
   int splits;
   const char* why;
+  bool wide_tile_available = false;  // a Hopper: the wgmma kernel runs
 };
 
 constexpr std::size_t kBig = course::gemm_shapes::kSharedWorkspaceFloats;  // of the *_shapes
@@ -134,14 +165,41 @@ TEST(ShapeChooser, DecisionsOnATableOfShapes) {
       // Empty problems.
       {0, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::skinny, 1, "M = 0"},
       {1024, 1024, 0, Precision::fp32, 132, kBig, BlockTile::square, 1, "K = 0"},
+      // A Hopper: float16 on the wide 128 x 256 tile (k-tiles of 64), one block per SM, so
+      // the splits stop at one wave: floor(132 / tiles).
+      {4096, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 1, "512 wide tiles", true},
+      {4096, 11008, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 1, "1376 wide tiles",
+       true},
+      {3000, 5000, 2000, Precision::fp16, 132, kBig, BlockTile::wide, 1, "480 wide tiles", true},
+      {4093, 4099, 4097, Precision::fp16, 132, kBig, BlockTile::wide, 1, "544 wide tiles", true},
+      {1024, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::wide, 4,
+       "32 wide tiles: floor(132 / 32) = 4, not ceil = 5 (a second wave of 28)", true},
+      {128, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 8,
+       "16 wide tiles: 8 splits, and 64 k-tiles of 64 allow 8", true},
+      {512, 512, 512, Precision::fp16, 132, kBig, BlockTile::wide, 1,
+       "8 k-tiles of 64: no split", true},
+      {256, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::wide, 16,
+       "8 wide tiles: 16 splits (kMaxSplits)", true},
+      {200, 200, 8192, Precision::fp16, 132, kBig, BlockTile::wide, 16, "2 wide tiles",
+       true},  // floor(132 / 2) = 66, kMaxSplits
+      {1024, 1024, 8192, Precision::fp16, 108, kBig, BlockTile::wide, 3, "108 SMs, 32 tiles",
+       true},
+      {1024, 1024, 8192, Precision::fp16, 132, std::size_t{2} << 20, BlockTile::wide, 2,
+       "wide: workspace for 2 partials", true},
+      {1024, 1024, 0, Precision::fp16, 132, kBig, BlockTile::wide, 1, "wide, K = 0", true},
+      // ... but few rows stay on the skinny tile, and float32 on its own tiles.
+      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 5, "M = 16, Hopper", true},
+      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 3, "fp32, Hopper", true},
   };
   for (const ChooserCase& c : cases) {
-    const GemmPlan plan = course::impl::choose_gemm_plan(c.M, c.N, c.K, c.precision,
-                                                         c.multiprocessors, c.workspace_floats);
+    const GemmPlan plan =
+        course::impl::choose_gemm_plan(c.M, c.N, c.K, c.precision, c.multiprocessors,
+                                       c.workspace_floats, c.wide_tile_available);
     EXPECT_TRUE(plan.tile == c.tile && plan.splits == c.splits)
         << c.M << " x " << c.N << " x " << c.K << " "
         << (c.precision == Precision::fp32 ? "fp32" : "fp16") << " on " << c.multiprocessors
-        << " SMs, workspace " << c.workspace_floats << " floats (" << c.why << "): expected "
+        << " SMs" << (c.wide_tile_available ? " of a Hopper" : "") << ", workspace "
+        << c.workspace_floats << " floats (" << c.why << "): expected "
         << tile_name(c.tile) << " x " << c.splits << " splits, got " << tile_name(plan.tile)
         << " x " << plan.splits << " splits. " << kChooserHint;
   }
@@ -152,12 +210,16 @@ TEST(ShapeChooser, PlansAlwaysFitTheirWorkspace) {
     for (int N : {1, 100, 4096}) {
       for (int K : {1, 100, 8192, 100000}) {
         for (std::size_t workspace : {std::size_t{0}, std::size_t{1} << 16, kBig}) {
-          const GemmPlan plan =
-              course::impl::choose_gemm_plan(M, N, K, Precision::fp32, 132, workspace);
-          EXPECT_TRUE(plan.splits >= 1 && plan.splits <= course::gemm_shapes::kMaxSplits &&
-                      course::gemm_shapes::workspace_floats(plan, M, N) <= workspace)
-              << M << " x " << N << " x " << K << ", workspace " << workspace << " floats: got "
-              << plan.splits << " splits. " << kChooserHint;
+          for (const bool wide : {false, true}) {
+            const Precision precision = wide ? Precision::fp16 : Precision::fp32;
+            const GemmPlan plan =
+                course::impl::choose_gemm_plan(M, N, K, precision, 132, workspace, wide);
+            EXPECT_TRUE(plan.splits >= 1 && plan.splits <= course::gemm_shapes::kMaxSplits &&
+                        course::gemm_shapes::workspace_floats(plan, M, N) <= workspace)
+                << M << " x " << N << " x " << K << (wide ? " fp16 on a Hopper" : " fp32")
+                << ", workspace " << workspace << " floats: got " << plan.splits << " splits. "
+                << kChooserHint;
+          }
         }
       }
     }
@@ -278,6 +340,26 @@ TEST_P(PlannedHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_pla
 // Float16 with room for the partials only: odd sizes take the predicated kernel.
 TEST_P(PredicatedHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_plan, false); }
 
+// The wide tile (m2.08's wgmma kernel, wgmma_split_k.h), on a Hopper built with sm_90a only.
+class WideHgemmTest : public PlannedGemmTest {
+ protected:
+  void SetUp() override {
+    PlannedGemmTest::SetUp();
+    if (IsSkipped()) return;
+    const std::string reason = wide_tile_absent_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
+  }
+};
+class WidePredicatedHgemmTest : public WideHgemmTest {};
+
+// With room for the padded copies: odd sizes run the wgmma kernel on them (its TMA copies
+// need aligned rows).
+TEST_P(WideHgemmTest, MatchesFloat64Reference) { check<__half>(hgemm_with_plan, true); }
+// Without: the TMA cannot read odd rows, so the square tile's predicated kernel runs.
+TEST_P(WidePredicatedHgemmTest, MatchesFloat64Reference) {
+  check<__half>(hgemm_with_plan, false);
+}
+
 // Scaled-down versions of the benchmark's off-square shapes: a few rows and a long K (16 x
 // 4096 x 4096 -> 16 x 1024 x 2048), one tile row (128 x ...), long K on a small C (1024^2 x
 // 8192 -> 256 x 256 x 4096), odd sizes everywhere (17 x 33 x 1001; 4093 x 4099 x 4097 ->
@@ -306,13 +388,40 @@ INSTANTIATE_TEST_SUITE_P(
     planned_case_name);
 
 // More splits than k-tiles (empty ranges write zeros), K = 0 (C = beta * C), and the edges.
-const auto kEdgeCases = ::testing::Combine(
-    ::testing::Values(course::GemmCase{{40, 72, 24}, 1.0f, 0.0f},
-                      course::GemmCase{{37, 45, 0}, 1.0f, 0.5f},
-                      course::GemmCase{{129, 257, 72}, 1.0f, 0.0f}),
-    ::testing::Values(BlockTile::square, BlockTile::skinny), ::testing::Values(1, 5, 64));
+std::vector<course::GemmCase> edge_shapes() {
+  return {{{40, 72, 24}, 1.0f, 0.0f}, {{37, 45, 0}, 1.0f, 0.5f}, {{129, 257, 72}, 1.0f, 0.0f}};
+}
+const auto kEdgeCases =
+    ::testing::Combine(::testing::ValuesIn(edge_shapes()),
+                       ::testing::Values(BlockTile::square, BlockTile::skinny),
+                       ::testing::Values(1, 5, 64));
 INSTANTIATE_TEST_SUITE_P(Edges, PlannedSgemmTest, kEdgeCases, planned_case_name);
 INSTANTIATE_TEST_SUITE_P(Edges, PlannedHgemmTest, kEdgeCases, planned_case_name);
+
+// The wide tile on the same shapes and edges, splits 1 .. 16 and the most the launchers take,
+// plus a few of its own 128 x 256 tiles with partial ones at the right and bottom edges.
+std::vector<course::GemmCase> wide_shapes() {
+  std::vector<course::GemmCase> shapes = planned_shapes();
+  shapes.push_back({{300, 600, 1000}, 1.0f, 0.5f});
+  shapes.push_back({{260, 520, 3000}, 1.0f, 0.0f});
+  return shapes;
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, WideHgemmTest,
+                         ::testing::Combine(::testing::ValuesIn(wide_shapes()),
+                                            ::testing::Values(BlockTile::wide),
+                                            ::testing::Values(1, 2, 3, 7, 16)),
+                         planned_case_name);
+INSTANTIATE_TEST_SUITE_P(Edges, WideHgemmTest,
+                         ::testing::Combine(::testing::ValuesIn(edge_shapes()),
+                                            ::testing::Values(BlockTile::wide),
+                                            ::testing::Values(1, 5, 64)),
+                         planned_case_name);
+INSTANTIATE_TEST_SUITE_P(
+    OddShapes, WidePredicatedHgemmTest,
+    ::testing::Combine(::testing::Values(course::GemmCase{{17, 33, 1001}, 1.0f, 0.0f},
+                                         course::GemmCase{{509, 263, 1001}, 0.5f, -0.75f}),
+                       ::testing::Values(BlockTile::wide), ::testing::Values(1, 3)),
+    planned_case_name);
 
 // --- GPU: the chooser's pick on the month-2 list ------------------------------------------------
 
@@ -356,15 +465,22 @@ TEST_F(ShapesArgumentsTest, MisalignedPointersAreHandled) {
                                                   kAllHint);
   course::expect_gemm_handles_misaligned_pointers(course::impl::hgemm_shapes, shape, {1, 3, 4},
                                                   kAllHint);
-  g_plan = GemmPlan{BlockTile::skinny, 3};
-  for (bool padded_room : {true, false}) {
-    course::GuardedBuffer<float> workspace(planned_hgemm_workspace(g_plan, shape, padded_room), 1);
-    g_workspace = &workspace;
-    course::expect_gemm_handles_misaligned_pointers(hgemm_with_plan, shape, {1, 3, 4}, kSplitHint);
-    g_workspace = nullptr;
-    EXPECT_FALSE(workspace.download().first_stray_write)
-        << "misaligned A, B and C, 3 splits" << (padded_room ? ", room for padded copies" : "")
-        << ": the GEMM wrote outside its workspace. " << kSplitHint;
+  std::vector<BlockTile> tiles = {BlockTile::skinny};
+  if (wide_tile_absent_reason().empty()) tiles.push_back(BlockTile::wide);
+  for (BlockTile tile : tiles) {
+    g_plan = GemmPlan{tile, 3};
+    for (bool padded_room : {true, false}) {
+      course::GuardedBuffer<float> workspace(planned_hgemm_workspace(g_plan, shape, padded_room),
+                                             1);
+      g_workspace = &workspace;
+      course::expect_gemm_handles_misaligned_pointers(hgemm_with_plan, shape, {1, 3, 4},
+                                                      kSplitHint);
+      g_workspace = nullptr;
+      EXPECT_FALSE(workspace.download().first_stray_write)
+          << "misaligned A, B and C, " << tile_name(tile) << " tile, 3 splits"
+          << (padded_room ? ", room for padded copies" : "")
+          << ": the GEMM wrote outside its workspace. " << kSplitHint;
+    }
   }
 }
 
@@ -376,6 +492,11 @@ TEST_F(ShapesArgumentsTest, SplitPlansRunOnTheGivenStream) {
   g_workspace = &workspace;
   course::expect_gemm_runs_on_stream(sgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
   course::expect_gemm_runs_on_stream(hgemm_with_plan, kSplitHint, course::GemmShape{67, 45, 500});
+  if (wide_tile_absent_reason().empty()) {  // the wide tile, through the padded copies
+    g_plan = GemmPlan{BlockTile::wide, 3};
+    course::expect_gemm_runs_on_stream(hgemm_with_plan, kSplitHint,
+                                       course::GemmShape{67, 45, 500});
+  }
   g_workspace = nullptr;
 }
 
@@ -396,7 +517,64 @@ TEST_F(ShapesArgumentsTest, BadPlansAreRejected) {
   EXPECT_THROW(course::impl::hgemm_planned({BlockTile::square, 2}, 64, 64, 64, 1.0f, h, h, 0.0f,
                                            buffer.data(), nullptr, 0),
                std::invalid_argument);
+  // The wide tile is float16's wgmma kernel only.
+  EXPECT_THROW(course::impl::sgemm_planned({BlockTile::wide, 1}, 8, 8, 64, 1.0f, f, f, 0.0f,
+                                           buffer.data(), buffer.data(), buffer.size()),
+               std::invalid_argument);
   CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// Which float16 kernel runs: on a Hopper built with sm_90a, the chooser's plan for a large
+// GEMM is the wide tile (m2.08's wgmma kernel) and hgemm_shapes runs that plan: its C has the
+// same bits as hgemm_planned's with the wide tile. Anywhere else (another GPU, one that
+// COURSE_COMPUTE_CAPABILITY makes look older, a build without 90) wide_tile_runs_here() says
+// no and a plan with the wide tile is refused rather than run on another kernel.
+std::vector<float> run_half_gemm(course::GemmFnOf<__half> gemm, course::GemmShape shape) {
+  const std::uint64_t seed = course::test_seed() + 31;
+  const auto A = course::gemm_inputs<__half>(static_cast<std::size_t>(shape.M) * shape.K, seed);
+  const auto B = course::gemm_inputs<__half>(static_cast<std::size_t>(shape.K) * shape.N, seed + 1);
+  auto device_a = course::DeviceBuffer<__half>::from_host(A.device);
+  auto device_b = course::DeviceBuffer<__half>::from_host(B.device);
+  course::DeviceBuffer<float> device_c(static_cast<std::size_t>(shape.M) * shape.N);
+  gemm(shape.M, shape.N, shape.K, 1.0f, device_a.data(), device_b.data(), 0.0f, device_c.data(),
+       nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return device_c.to_host();
+}
+
+TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
+  const std::string reason = wide_tile_absent_reason();
+  const bool runs = course::impl::wide_tile_runs_here();
+  if (!reason.empty()) {
+    EXPECT_FALSE(runs) << "wide_tile_runs_here() says yes, but " << reason;
+    course::DeviceBuffer<float> buffer(64 * 64);
+    const auto* h = reinterpret_cast<const __half*>(buffer.data());
+    EXPECT_THROW(course::impl::hgemm_planned({BlockTile::wide, 1}, 64, 64, 64, 1.0f, h, h, 0.0f,
+                                             buffer.data(), nullptr, 0),
+                 course::UnsupportedDevice)
+        << "a wide plan where the wgmma kernel cannot run must be refused";
+    GTEST_SKIP() << reason;
+  }
+  ASSERT_TRUE(runs) << "a Hopper and a build with sm_90a, but wide_tile_runs_here() says no: it "
+                       "asks which machine code the runtime loaded for gemm_shapes.cu "
+                       "(CMakeLists.txt adds sm_90a where CMAKE_CUDA_ARCHITECTURES has 90)";
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const course::GemmShape shape{512, 1024, 4096};
+  const GemmPlan plan = course::impl::choose_gemm_plan(shape.M, shape.N, shape.K, Precision::fp16,
+                                                       sms, kBig, runs);
+  ASSERT_EQ(plan.tile, BlockTile::wide)
+      << "on a Hopper the chooser's given part takes the wide tile for float16 and M > 64";
+  g_plan = plan;
+  course::GuardedBuffer<float> workspace(planned_hgemm_workspace(plan, shape, true));
+  g_workspace = &workspace;
+  const std::vector<float> planned = run_half_gemm(hgemm_with_plan, shape);
+  g_workspace = nullptr;
+  const std::vector<float> shapes = run_half_gemm(course::impl::hgemm_shapes, shape);
+  EXPECT_EQ(std::memcmp(planned.data(), shapes.data(), planned.size() * sizeof(float)), 0)
+      << course::to_string(shape) << ": hgemm_shapes must run the chooser's plan (the wide tile, "
+      << plan.splits << " splits) on a Hopper, giving the same bits as hgemm_planned. "
+      << kChooserHint;
 }
 
 // --- GPU: determinism --------------------------------------------------------------------------
@@ -445,6 +623,10 @@ TEST_F(ShapesArgumentsTest, SplitResultsAreBitwiseReproducible) {
       g_workspace = &workspace;
       expect_bitwise_reproducible<float>(sgemm_with_plan, shape, kSplitHint);
       expect_bitwise_reproducible<__half>(hgemm_with_plan, shape, kSplitHint);
+      if (wide_tile_absent_reason().empty()) {  // the wide tile's partials, same reduction
+        g_plan = GemmPlan{BlockTile::wide, splits};
+        expect_bitwise_reproducible<__half>(hgemm_with_plan, shape, kSplitHint);
+      }
       g_workspace = nullptr;
     }
   }

@@ -219,31 +219,14 @@ void launch_wgmma_tile(const ConvProblem& problem, const Element* x, const Eleme
   CUDA_CHECK_LAUNCH();
 }
 
-// Never launched: its attributes tell which machine code the runtime picked for this GPU
-// from this file. Built for sm_90a (with wgmma) it holds 1 KiB of shared memory, otherwise
-// none. (Asking costs no launch and no synchronisation, so a launcher may ask while its
-// stream is being captured into a CUDA graph.)
-constexpr int kWgmmaMarkerInts = 256;
-__global__ void wgmma_marker_kernel(int* sink) {
-#if defined(COURSE_HAVE_WGMMA)
-  __shared__ int marker[kWgmmaMarkerInts];
-  const int i = static_cast<int>(threadIdx.x) % kWgmmaMarkerInts;
-  marker[i] = i;
-  __syncthreads();
-  *sink = marker[(i + 1) % kWgmmaMarkerInts];
-#else
-  (void)sink;
-#endif
-}
-
 // Whether part 3's wgmma loop runs on the current GPU: a Hopper (compute capability 9.0),
 // and this file built for sm_90a, whose machine code the runtime took (CMakeLists.txt adds
-// sm_90a; a build for sm_90 alone has machine code without wgmma).
+// sm_90a; a build for sm_90 alone has machine code without wgmma). course/hopper.h asks the
+// attributes of a marker kernel of this file's own: no launch, no synchronisation, so a
+// launcher may ask while its stream is being captured into a CUDA graph.
+struct ThisFile {};
 bool wgmma_runs_here() {
-  if (!hopper::is_hopper_gpu()) return false;
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, wgmma_marker_kernel));
-  return attributes.sharedSizeBytes == kWgmmaMarkerInts * sizeof(int);
+  return hopper::is_hopper_gpu() && hopper::sm90a_code_loaded<ThisFile>();
 }
 
 // Which main loop the fast path runs on: the fastest this GPU has (part 3's wgmma on a

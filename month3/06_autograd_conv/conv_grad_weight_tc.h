@@ -238,16 +238,18 @@ bool x_is_its_own_x_col(const ConvShape& s, const void* x) {
 }
 
 // m2.09's planned float16 GEMM, C[M x N] = A[M x K] B[K x N] + beta C, split as its chooser
-// says for this GPU's SMs (at most m2.09's own 64 MiB of partials), with the workspace from
-// PyTorch's caching allocator on the current stream (the padded copies' room too, should A or
-// B ever be misaligned: gemm_shapes.h, hgemm_workspace_floats). m2.09 throws course::UnsupportedDevice where this GPU cannot run its kernel
-// (shared memory): that goes through, so that the caller can fall back; its other errors
-// become PyTorch errors.
+// says for this GPU's SMs (at most m2.09's own 64 MiB of partials; its wgmma tile where that
+// runs: a Hopper, with m2.09 built for sm_90a), with the workspace from PyTorch's caching
+// allocator on the current stream (the padded copies' room too, should A or B ever be
+// misaligned: gemm_shapes.h, hgemm_workspace_floats). m2.09 throws course::UnsupportedDevice
+// where this GPU cannot run its kernel (shared memory): that goes through, so that the caller
+// can fall back; its other errors become PyTorch errors.
 void planned_hgemm(const char* op, int M, int N, int K, const __half* A, const __half* B,
                    float beta, float* C, const at::TensorOptions& device, cudaStream_t stream) {
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const gemm_shapes::GemmPlan plan = impl::choose_gemm_plan(
-      M, N, K, gemm_shapes::Precision::fp16, sms, gemm_shapes::kSharedWorkspaceFloats);
+  const gemm_shapes::GemmPlan plan =
+      impl::choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp16, sms,
+                             gemm_shapes::kSharedWorkspaceFloats, impl::wide_tile_runs_here());
   const std::size_t floats = gemm_shapes::hgemm_workspace_floats(plan, M, N, K, A, B);
   at::Tensor workspace;
   if (floats > 0) {

@@ -63,6 +63,39 @@ inline void require_hopper_gpu(const char* function) {
   }
 }
 
+// --- Host: which machine code the runtime took ----------------------------------------------
+
+// A file that holds wgmma kernels is often built for older GPUs too (sm_80, sm_90 without the
+// "a"), and on a Hopper the runtime picks one of its machine codes. This kernel, never
+// launched, says which: built for sm_90a it holds kMarkerInts ints of shared memory, otherwise
+// none, and its attributes cost no launch and no synchronisation (a launcher may ask while
+// its stream is being captured into a CUDA graph). Tag: a type of the asking file's own (in
+// an unnamed namespace), so that each file gets its own instantiation, compiled with that
+// file's machine codes.
+inline constexpr int kMarkerInts = 256;
+template <class Tag>
+__global__ void sm90a_marker_kernel(int* sink) {
+#if defined(COURSE_HAVE_WGMMA)
+  __shared__ int marker[kMarkerInts];
+  const int i = static_cast<int>(threadIdx.x) % kMarkerInts;
+  marker[i] = i;
+  __syncthreads();
+  *sink = marker[(i + 1) % kMarkerInts];
+#else
+  (void)sink;
+#endif
+}
+
+// True when the runtime took the sm_90a machine code of the file whose Tag this is (so its
+// wgmma kernels are real); false where that file was not built for sm_90a or the GPU is not
+// a Hopper.
+template <class Tag>
+bool sm90a_code_loaded() {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, sm90a_marker_kernel<Tag>));
+  return attributes.sharedSizeBytes == kMarkerInts * sizeof(int);
+}
+
 // --- Host: tensor maps ---------------------------------------------------------------------
 
 // A tensor map for a row-major rows x cols matrix of 16-bit elements at `base`, copied in

@@ -20,35 +20,45 @@ namespace course::COURSE_IMPL {  // see course/impl.h
 //  * kSkinnyMaxM (gemm_shapes.h, used in the given part below): up to which M the skinny
 //    tile's row of the table beats the square's;
 //  * kBlocksPerMultiprocessor: the blocks per SM the splits aim for (tiles x splits >= SMs x
-//    this); 1 counts one block per SM, where the square tiles fit two: the row of a
-//    few-tile shape shows whether twice the splits pays;
+//    this; for the wide tile, <= SMs x this); 1 counts one block per SM, where the square
+//    tiles fit two: the row of a few-tile shape shows whether twice the splits pays;
 //  * kMinKTilesPerSplit (gemm_shapes.h): the shortest split worth its partial: along a row,
 //    where more splits stop paying;
 //  * kMaxSplits (gemm_shapes.h): the most splits, where even long K stops gaining.
 constexpr long long kBlocksPerMultiprocessor = 1;
 
 gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,
-                                       int multiprocessors, std::size_t workspace_floats) {
+                                       int multiprocessors, std::size_t workspace_floats,
+                                       bool wide_tile_available) {
   using namespace gemm_shapes;
   GemmPlan plan;
   // ---- given: the same in the skeleton and the solution (./course check compares) ----
   // Few rows: a 128-row tile would multiply mostly zeros; a 32-row one multiplies far fewer
-  // (the blocks for the SMs come from the splits below).
-  plan.tile = M <= kSkinnyMaxM ? BlockTile::skinny : BlockTile::square;
+  // (the blocks for the SMs come from the splits below). Otherwise float16 takes the wide
+  // wgmma tile where this GPU runs it (a Hopper), the square mma.sync one elsewhere.
+  if (M <= kSkinnyMaxM) {
+    plan.tile = BlockTile::skinny;
+  } else if (precision == Precision::fp16 && wide_tile_available) {
+    plan.tile = BlockTile::wide;
+  } else {
+    plan.tile = BlockTile::square;
+  }
   plan.splits = 1;
   if (M <= 0 || N <= 0 || K <= 0 || multiprocessors <= 0) return plan;
   // ---- end of given ----
 
   // Blocks without splitting: one per output tile. When there are fewer tiles than
-  // multiprocessors, split K so that tiles x splits covers them all.
+  // multiprocessors, split K so that tiles x splits covers them all; a tile that fills a
+  // multiprocessor alone (the wide one) stops at the last split that still fits in one wave.
   const long long tiles =
       static_cast<long long>((M + block_m(plan.tile) - 1) / block_m(plan.tile)) *
-      ((N + kBlockN - 1) / kBlockN);
+      ((N + block_n(plan.tile) - 1) / block_n(plan.tile));
   const long long blocks_wanted = kBlocksPerMultiprocessor * multiprocessors;
-  long long splits = (blocks_wanted + tiles - 1) / tiles;
+  long long splits = tile_fills_multiprocessor(plan.tile) ? std::max(1LL, blocks_wanted / tiles)
+                                                          : (blocks_wanted + tiles - 1) / tiles;
   // Each split must keep at least kMinKTilesPerSplit k-tiles: a shorter one spends its time
   // filling and draining the pipeline and writing its partial C.
-  const long long k_tiles = (K + k_tile(precision) - 1) / k_tile(precision);
+  const long long k_tiles = (K + k_tile(plan.tile, precision) - 1) / k_tile(plan.tile, precision);
   splits = std::min(splits, std::max(1LL, k_tiles / kMinKTilesPerSplit));
   // Every split's partial C must fit the workspace: splits x M x N floats.
   const long long per_split = static_cast<long long>(M) * N;

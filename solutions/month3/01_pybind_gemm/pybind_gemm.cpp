@@ -121,7 +121,8 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   // and whatever reads c will be.
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // The plan for this shape: which block tile and how many splits of K (m2.09's chooser,
-  // from the GPU's multiprocessor count). A plan with splits > 1 needs a float32 workspace of
+  // from the GPU's multiprocessor count, and whether its wgmma tile runs here: a Hopper, with
+  // m2.09 built for sm_90a). A plan with splits > 1 needs a float32 workspace of
   // splits x M x N for the partial products (and float16 rows that are not 16-byte aligned,
   // room for padded copies: gemm_workspace_floats, pybind_gemm.h). It comes from PyTorch's
   // caching allocator on this stream, like c (no cudaMalloc per call, and two calls on two
@@ -131,7 +132,8 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
       fp32 ? gemm_shapes::Precision::fp32 : gemm_shapes::Precision::fp16;
   const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const gemm_shapes::GemmPlan plan =
-      course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors, kMaxWorkspaceFloats);
+      course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors, kMaxWorkspaceFloats,
+                                     course::impl::wide_tile_runs_here());
   const std::size_t workspace_floats = gemm_workspace_floats(plan, a, b);
   const at::Tensor workspace =
       at::empty({static_cast<std::int64_t>(workspace_floats)}, a.options().dtype(at::kFloat));

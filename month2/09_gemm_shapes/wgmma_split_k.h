@@ -1,0 +1,211 @@
+// Given code for exercise m2.09: the float16 split-K kernel of the wide tile (128 x 256), for
+// Hopper GPUs (H100, H200). Your skeleton and the reference both include it (gemm_shapes.cu);
+// the parts you write are split_k_tiles (task m2.09a), which this kernel calls, and the
+// reduction (task m2.09b), which adds its partials.
+//
+// Where it comes from: m2.08's hopper_gemm_kernel (month2/08_hopper_gemm/hopper_gemm.cu):
+// the same 128 x 256 x 64 block tile, 4 stages that the TMA fills, one producer warpgroup
+// and two consumer warpgroups that multiply with wgmma, on the hardware wrappers of
+// course/hopper.h, included as they are. Its producer and consumer loops, the reference
+// answers of m2.08's tasks a and b, are repeated below, because m2.08 keeps them in the file
+// you edit there. What changed, and only that:
+//   * both loops run the k-tiles [range.begin, range.end) of this block's split, range =
+//     split_k_tiles(blockIdx.z, gridDim.z, k_tiles), counted in this kernel's 64-deep
+//     k-tiles: the producer asks the TMA for k-tile t at column t * 64 of A and row t * 64 of
+//     B, and a stage's rounds count from the split's first k-tile;
+//   * the epilogue writes C (one split) or, as it is, this split's slice of the workspace
+//     (several), as mma_split_k.h does;
+//   * float16 only (m2.08 has bfloat16 too), and the grid is (tiles, 1, splits).
+// The TMA reads rows whose length is a multiple of 16 bytes from 16-byte aligned addresses:
+// the launcher (gemm_shapes_given.cuh) hands it A and B where they are when they allow that,
+// else their zero-padded copies. wgmma exists only in machine code built for sm_90a:
+// CMakeLists.txt adds it where CMAKE_CUDA_ARCHITECTURES has a 90, and sm90a_code_loaded()
+// below tells whether the runtime took it on this GPU.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "course/block_order.h"
+#include "course/cuda_check.h"
+#include "course/hopper.h"
+#include "course/launch.h"
+#include "course/mma_sync.h"  // store_accumulator_pair, pairs_aligned
+#include "course/requirements.h"
+#include "gemm_shapes.h"
+
+namespace course::COURSE_IMPL::wgmma_split_k {
+
+namespace hw = course::hopper;
+
+// m2.08's tile and stages.
+constexpr int kBlockM = 128, kBlockN = 256, kBlockK = 64;  // 64 halves: one 128-byte row
+constexpr int kStages = 4;
+constexpr int kConsumers = 2;  // warpgroups that multiply, 64 rows each
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kBoxN = 64;  // B arrives in 4 boxes of 64 columns (128 bytes)
+constexpr int kATileBytes = kBlockM * kBlockK * 2;           // 16 KiB
+constexpr int kBBoxBytes = kBlockK * kBoxN * 2;              // 8 KiB
+constexpr int kBTileBytes = kBBoxBytes * (kBlockN / kBoxN);  // 32 KiB
+constexpr int kStageBytes = kATileBytes + kBTileBytes;
+// The tiles, 1024-byte aligned (the 128-byte swizzle repeats every 8 rows), then the barriers.
+constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+constexpr int kGroupRows = 16;  // course/block_order.h
+static_assert(kSharedBytes <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
+static_assert(kBlockM == gemm_shapes::block_m(gemm_shapes::BlockTile::wide) &&
+                  kBlockN == gemm_shapes::block_n(gemm_shapes::BlockTile::wide) &&
+                  kBlockK == gemm_shapes::k_tile(gemm_shapes::BlockTile::wide,
+                                                 gemm_shapes::Precision::fp16),
+              "the chooser's wide tile (gemm_shapes.h) is this kernel's tile");
+
+// A: M x K, B: K x ldb, both float16, behind the tensor maps; C: M x N float32. K and ldb are
+// multiples of 8 (the TMA's rows), ldb >= N; the TMA delivers zeros outside A and B, so edge
+// tiles need no code.
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_split_k_kernel(const __grid_constant__ CUtensorMap a_map,
+                         const __grid_constant__ CUtensorMap b_map, int M, int N, int K,
+                         float alpha, float beta, float* __restrict__ C,
+                         float* __restrict__ workspace) {
+#if defined(COURSE_HAVE_WGMMA)
+  extern __shared__ unsigned char dynamic_shared[];
+  // Round the base up to 1024 bytes (the launcher asked for 1024 more).
+  unsigned char* base = dynamic_shared + ((1024 - hw::smem(dynamic_shared) % 1024) % 1024);
+  auto a_tile = [&](int stage) { return base + stage * kStageBytes; };
+  auto b_tile = [&](int stage) { return base + stage * kStageBytes + kATileBytes; };
+  auto* full = reinterpret_cast<std::uint64_t*>(base + kStages * kStageBytes);
+  std::uint64_t* empty = full + kStages;
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+  const TileIndex tile = grouped_tile<kGroupRows>(
+      static_cast<int>(blockIdx.x), (M + kBlockM - 1) / kBlockM, (N + kBlockN - 1) / kBlockN);
+  const int block_m = tile.row * kBlockM, block_n = tile.col * kBlockN;
+  // This block's split: k-tiles [first, first + num_tiles) of the k_tiles of K.
+  const int k_tiles = (K + kBlockK - 1) / kBlockK;
+  const gemm_shapes::KTileRange range =
+      split_k_tiles(static_cast<int>(blockIdx.z), static_cast<int>(gridDim.z), k_tiles);
+  const int first = range.begin;
+  const int num_tiles = range.end > range.begin ? range.end - range.begin : 0;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      hw::barrier_init(&full[s], 1);                  // the producer's arrival + the bytes
+      hw::barrier_init(&empty[s], kConsumers * 128);  // every consumer thread
+    }
+    hw::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // The producer. Round r of stage s is the split's k-tile t = r * kStages + s; before
+    // refilling a stage, wait for the consumers to have emptied it in round r - 1.
+    hw::release_registers<40>();
+    if (thread == 0) {
+      for (int t = 0; t < num_tiles; ++t) {
+        const int s = t % kStages, round = t / kStages;
+        if (round > 0) hw::wait_for_phase(&empty[s], (round - 1) % 2);
+        hw::arrive_expecting_bytes(&full[s], kStageBytes);
+        const int k0 = (first + t) * kBlockK;  // the TMA coordinate of the split's k-tile t
+        hw::copy_tile_async(a_tile(s), &a_map, block_m, k0, &full[s]);
+        for (int box = 0; box < kBlockN / kBoxN; ++box) {
+          hw::copy_tile_async(b_tile(s) + box * kBBoxBytes, &b_map, k0, block_n + box * kBoxN,
+                              &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // A consumer: 64 rows (consumer * 64 ..) x 256 columns of the block tile.
+  hw::claim_registers<232>();
+  const int consumer = warpgroup - 1;
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+
+  for (int t = 0; t < num_tiles; ++t) {
+    const int s = t % kStages;
+    hw::wait_for_phase(&full[s], (t / kStages) % 2);
+    hw::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kBlockK; k += 16) {
+      // A: this consumer's 64 rows (64 x 128 bytes down), 16 halves (32 bytes) in; groups
+      // of 8 rows are 1024 bytes apart. B: 16 rows of K (16 x 128 bytes) down; its 64-column
+      // boxes are kBBoxBytes apart, groups of 8 rows 1024 bytes.
+      const std::uint64_t a =
+          hw::matrix_descriptor(a_tile(s) + consumer * 64 * 128 + k * 2, 16, 1024);
+      const std::uint64_t b = hw::matrix_descriptor(b_tile(s) + k * 128, kBBoxBytes, 1024);
+      hw::wgmma_64x256x16<__half>(acc, a, b);
+    }
+    hw::wgmma_commit();
+    // Keep this tile's products in flight; the previous tile's are done once at most one
+    // group is pending, and its stage can be refilled.
+    hw::wgmma_wait<1>();
+    if (t > 0) hw::arrive(&empty[(t - 1) % kStages]);
+  }
+  hw::wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < 128; ++i) hw::fence_accumulator(acc[i]);
+
+  // m2.08's epilogue, into C (one split) or, as it is, into this split's workspace slice (an
+  // empty split writes its zeros there).
+  float* out = C;
+  if (gridDim.z > 1) {
+    out = workspace + static_cast<std::ptrdiff_t>(blockIdx.z) * M * N;
+    alpha = 1.0f;
+    beta = 0.0f;
+  }
+  const int warp = thread / 32, lane = thread % 32;
+  const int row = block_m + consumer * 64 + warp * 16 + lane / 4;
+  const bool aligned = pairs_aligned(out, N);
+#pragma unroll
+  for (int j = 0; j < kBlockN / 8; ++j) {
+    const int col = block_n + j * 8 + (lane % 4) * 2;
+    store_accumulator_pair(out, M, N, row, col, alpha, beta, acc[4 * j], acc[4 * j + 1], aligned);
+    store_accumulator_pair(out, M, N, row + 8, col, alpha, beta, acc[4 * j + 2], acc[4 * j + 3],
+                           aligned);
+  }
+#else
+  // Machine code without wgmma (not sm_90a): the launcher never starts this kernel there
+  // (sm90a_code_loaded); should anything else, stop with an error rather than leave C as it is.
+  (void)a_map, (void)b_map, (void)M, (void)N, (void)K, (void)alpha, (void)beta, (void)C,
+      (void)workspace;
+  __trap();
+#endif
+}
+
+namespace {
+struct ThisFile {};
+
+// True when the runtime took this file's sm_90a machine code on the current GPU
+// (course/hopper.h: the attributes of a marker kernel of this file's own, no launch).
+inline bool sm90a_code_loaded() { return hw::sm90a_code_loaded<ThisFile>(); }
+}  // namespace
+
+// Runs the kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte boundaries (k and
+// ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per tile along z.
+// The caller has checked the GPU (wide_tile_runs_here) and the workspace.
+inline void launch(const char* function, int splits, int M, int N, int k, float alpha,
+                   const __half* A, const __half* B, int ldb, float beta, float* C,
+                   float* workspace, cudaStream_t stream) {
+  // A in boxes of 128 rows x 64 columns; B in boxes of 64 rows (K) x 64 columns (N). Built
+  // per call: a few microseconds on the host.
+  const CUtensorMap a_map =
+      hw::make_tensor_map_2d(A, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(M),
+                             static_cast<std::uint64_t>(k), kBlockM, kBlockK);
+  const CUtensorMap b_map =
+      hw::make_tensor_map_2d(B, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(k),
+                             static_cast<std::uint64_t>(ldb), kBlockK, kBoxN);
+  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
+  allow_dynamic_shared_memory(wgmma_split_k_kernel, kSharedBytes, function);
+  wgmma_split_k_kernel<<<dim3(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits)),
+                         kThreads, kSharedBytes, stream>>>(a_map, b_map, M, N, k, alpha, beta, C,
+                                                           workspace);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace course::COURSE_IMPL::wgmma_split_k
