@@ -28,8 +28,8 @@ runnable on this GPU, with that reason, and is not a failure. TFLOPS counts the 
 convolutions' 3 * 2 N K P Q C R S operations (bias and reductions not counted).
 
 The course's goal (README.md): on each 3x3 layer with C >= 64, the fp32 forward + backward
-within 2x nn.Conv2d's. The float32 forward (and the stride-1 dx) runs m3.04's im2col + cuBLAS
-GEMM, the float16 forward m3.05's implicit GEMM: rows of the forward table in
+within 2x nn.Conv2d's. The float32 forward (and the stride-1 dx) runs im2col + cuBLAS GEMM
+(m3.04's, restructured), the float16 forward m3.05's implicit GEMM: rows of the forward table in
 autograd_conv_given.cuh.
 
   python3 month3/06_autograd_conv/bench_autograd_conv.py [--include-exercise] [--parts] [--precisions fp32,fp16] [--json out.json]

@@ -36,9 +36,9 @@ HAS_OPCHECK = hasattr(torch.library, "opcheck")
 
 HINT_GATHER = f"look at TODO(m3.06a) in {FOLDER}/conv_backward.h (grad_input_at, the gather)"
 HINT_WGRAD = f"look at TODO(m3.06b) in {FOLDER}/conv_backward.h (grad_weight_partial)"
-HINT_WGRAD_GEMM = ("conv2d_grad_weight on the GPU is given code, cuBLAS GEMMs over X_col, which your m3.04 "
-                   "im2col writes in float32: if ./course grade m3_04 fails, fix it first, or run with "
-                   "COURSE_EARLIER_KERNELS=solution; TODO(m3.06b) is graded by conv2d_grad_weight_direct")
+HINT_WGRAD_GEMM = ("conv2d_grad_weight on the GPU is given code (im2col, then cuBLAS GEMMs over X_col; "
+                   "float16: your m2.09 GEMM, see ./course grade m2_09); TODO(m3.06b) is graded by "
+                   "conv2d_grad_weight_direct")
 HINT_REDUCED = ("float16 and bfloat16 are given code around earlier exercises: the forward and grad-input "
                 "run your m3.05 implicit GEMM, the float16 grad-weight your m2.09 split-K GEMM "
                 "(TODO(m2.09a) to TODO(m2.09c)): if ./course grade m3_05 or m2_09 fails, fix it first, or run "
