@@ -44,7 +44,6 @@ inline constexpr int kWideBlockM = 128;
 inline constexpr int kBlockN = 128;           // the square and skinny tiles
 inline constexpr int kWideBlockN = 256;       // the wide tile
 inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
-inline constexpr int kMinKTilesPerSplit = 8;  // a split runs at least this many k-tiles
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
 // The workspace sgemm_shapes and hgemm_shapes plan their partials in: 64 MiB per device.
@@ -70,6 +69,22 @@ __host__ __device__ constexpr int k_tile(BlockTile tile, Precision precision) {
 // skinny tiles fit two or more blocks per SM, so a few blocks over the SMs still run at once.
 __host__ __device__ constexpr bool tile_fills_multiprocessor(BlockTile tile) {
   return tile == BlockTile::wide;
+}
+
+// The blocks of a tile that one multiprocessor runs at the same time, as the chooser counts
+// them: one wide block; two square or skinny ones (a square block is 128 threads of about 240
+// registers, 30,000 of an SM's 65,536, and a skinny one less), so a GPU with 132 SMs runs 264
+// of those in one wave.
+__host__ __device__ constexpr int blocks_per_multiprocessor(BlockTile tile) {
+  return tile_fills_multiprocessor(tile) ? 1 : 2;
+}
+
+// The fewest k-tiles a split runs: a shorter split spends its time filling and draining the
+// pipeline and writing its partial C. 2 for the square and skinny tiles (32 deep in float32,
+// 64 in float16), 8 for the wide one (512 deep: its four-stage pipeline takes longer to fill).
+// Both are measured: m2_09_gemm_shapes_sweep's rows on the H200 (README.md, "The chooser").
+__host__ __device__ constexpr int min_k_tiles_per_split(BlockTile tile) {
+  return tile == BlockTile::wide ? 8 : 2;
 }
 
 // How to run one GEMM: which block tile, and into how many ranges of K (splits) the grid's z

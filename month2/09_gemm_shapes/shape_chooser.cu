@@ -34,18 +34,18 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   // TODO(m2.09c): the number of splits, plan.splits, from the occupancy arithmetic:
   //  1. tiles = the output tiles of plan.tile:
   //     ceil(M / block_m(plan.tile)) x ceil(N / block_n(plan.tile));
-  //  2. splits = ceil(multiprocessors / tiles), so that tiles x splits blocks cover every
-  //     multiprocessor (1 when there are tiles enough); but for a tile that fills a
-  //     multiprocessor alone (tile_fills_multiprocessor(plan.tile): the wide one),
-  //     floor(multiprocessors / tiles), at least 1, so that all the blocks run in one wave
-  //     (133 such blocks on 132 SMs take twice as long as 132);
-  //  3. at most k_tiles / kMinKTilesPerSplit (but at least 1), k_tiles = ceil(K /
-  //     k_tile(plan.tile, precision)): every split keeps kMinKTilesPerSplit k-tiles or more;
+  //  2. splits = floor(blocks per wave / tiles), at least 1, with blocks per wave =
+  //     blocks_per_multiprocessor(plan.tile) x multiprocessors: as many splits as still run
+  //     in one wave (1 when there are tiles enough; one block more than a wave holds would
+  //     run alone in a second one);
+  //  3. at most k_tiles / min_k_tiles_per_split(plan.tile) (but at least 1), k_tiles =
+  //     ceil(K / k_tile(plan.tile, precision)): every split keeps that many k-tiles or more;
   //  4. at most workspace_floats / (M x N) (but at least 1): the partials must fit;
   //  5. at most kMaxSplits.
   // Examples (132 SMs, a large workspace): 16 x 4096 x 4096 in fp32 is skinny, 1 x 32 tiles,
-  // ceil(132 / 32) = 5 splits; 256 k-tiles allow 32; so 5. 1024 x 1024 x 8192 in fp16 on the
-  // wide tile is 8 x 4 tiles, floor(132 / 32) = 4 splits; 128 k-tiles of 64 allow 16; so 4.
+  // 2 x 132 = 264 blocks per wave, floor(264 / 32) = 8 splits; 256 k-tiles allow 128; so 8.
+  // 1024 x 1024 x 8192 in fp16 on the wide tile is 8 x 4 tiles, one block per SM,
+  // floor(132 / 32) = 4 splits; 128 k-tiles of 64 allow 16; so 4.
   // Count in long long: M x N can be near 2^31.
   (void)precision;
   (void)workspace_floats;

@@ -138,21 +138,24 @@ TEST(ShapeChooser, DecisionsOnATableOfShapes) {
       {4096, 11008, 4096, Precision::fp16, 132, kBig, BlockTile::square, 1, "2752 tiles"},
       {3000, 5000, 2000, Precision::fp32, 132, kBig, BlockTile::square, 1, "960 tiles"},
       {4093, 4099, 4097, Precision::fp16, 132, kBig, BlockTile::square, 1, "1056 tiles"},
-      // Long K: 64 tiles, ceil(132 / 64) = 3 splits.
-      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 3, "64 tiles"},
-      {1024, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::square, 3, "64 tiles"},
-      // Few rows: skinny tiles (32 of them for N = 4096), then ceil(132 / 32) = 5 splits.
-      {16, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::skinny, 5, "32 skinny tiles"},
-      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 5, "32 skinny tiles"},
-      {64, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 3, "2 x 32 skinny tiles"},
-      // M = 128 is one square tile row: 32 tiles, 5 splits.
-      {128, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::square, 5, "32 tiles"},
-      // Small: 16 tiles want 9 splits, but K = 512 is 32 fp32 k-tiles (at most 4 splits of
-      // 8) or 16 fp16 k-tiles (at most 2).
-      {512, 512, 512, Precision::fp32, 132, kBig, BlockTile::square, 4, "k-tile cap, fp32"},
-      {512, 512, 512, Precision::fp16, 132, kBig, BlockTile::square, 2, "k-tile cap, fp16"},
-      // Short K: no split at all (fewer than 2 x 8 k-tiles).
-      {16, 4096, 200, Precision::fp32, 132, kBig, BlockTile::skinny, 1, "13 k-tiles"},
+      // Between the two: 13 x 16 = 208 tiles, and one wave of 264 blocks holds no second split.
+      {1600, 2048, 4096, Precision::fp32, 132, kBig, BlockTile::square, 1, "208 tiles"},
+      // Long K: 64 tiles, two square blocks per SM: floor(264 / 64) = 4 splits.
+      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 4, "64 tiles"},
+      {1024, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::square, 4, "64 tiles"},
+      // Few rows: skinny tiles (32 of them for N = 4096), then floor(264 / 32) = 8 splits.
+      {16, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::skinny, 8, "32 skinny tiles"},
+      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 8, "32 skinny tiles"},
+      {64, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 4, "2 x 32 skinny tiles"},
+      // M = 128 is one square tile row: 32 tiles, 8 splits.
+      {128, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::square, 8, "32 tiles"},
+      // Small: 16 tiles want 16 splits; K = 512 is 32 fp32 k-tiles (16 splits of 2 fit) but
+      // 16 fp16 k-tiles (at most 8 splits of 2).
+      {512, 512, 512, Precision::fp32, 132, kBig, BlockTile::square, 16, "16 tiles, fp32"},
+      {512, 512, 512, Precision::fp16, 132, kBig, BlockTile::square, 8, "k-tile cap, fp16"},
+      // Short K: 13 k-tiles allow 6 splits of 2; 3 k-tiles allow none.
+      {16, 4096, 200, Precision::fp32, 132, kBig, BlockTile::skinny, 6, "13 k-tiles"},
+      {16, 4096, 40, Precision::fp32, 132, kBig, BlockTile::skinny, 1, "3 k-tiles"},
       // The workspace caps: 1024 x 1024 partials, room for 2.
       {1024, 1024, 8192, Precision::fp32, 132, std::size_t{2} << 20, BlockTile::square, 2,
        "workspace for 2 partials"},
@@ -160,8 +163,8 @@ TEST(ShapeChooser, DecisionsOnATableOfShapes) {
        "workspace for 1 partial"},
       // A single tile and a very long K: kMaxSplits.
       {8, 8, 1 << 20, Precision::fp32, 132, kBig, BlockTile::skinny, 16, "kMaxSplits"},
-      // Another GPU: 108 SMs (A100), 64 tiles: 2 splits.
-      {1024, 1024, 8192, Precision::fp32, 108, kBig, BlockTile::square, 2, "108 SMs"},
+      // Another GPU: 108 SMs (A100), 64 tiles: floor(216 / 64) = 3 splits.
+      {1024, 1024, 8192, Precision::fp32, 108, kBig, BlockTile::square, 3, "108 SMs"},
       // Empty problems.
       {0, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::skinny, 1, "M = 0"},
       {1024, 1024, 0, Precision::fp32, 132, kBig, BlockTile::square, 1, "K = 0"},
@@ -188,8 +191,8 @@ TEST(ShapeChooser, DecisionsOnATableOfShapes) {
        "wide: workspace for 2 partials", true},
       {1024, 1024, 0, Precision::fp16, 132, kBig, BlockTile::wide, 1, "wide, K = 0", true},
       // ... but few rows stay on the skinny tile, and float32 on its own tiles.
-      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 5, "M = 16, Hopper", true},
-      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 3, "fp32, Hopper", true},
+      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 8, "M = 16, Hopper", true},
+      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 4, "fp32, Hopper", true},
   };
   for (const ChooserCase& c : cases) {
     const GemmPlan plan =

@@ -11,22 +11,22 @@
 
 namespace course::COURSE_IMPL {  // see course/impl.h
 
-// The rule's thresholds, in one place. Each is a measured decision, to set from the table of
-// the sweep (sweep_gemm_plans.cu: m2_09_gemm_shapes_sweep times every tile x splits on every
-// shape of the benchmark against cuBLAS), not from the arithmetic alone. Today they hold the
-// arithmetic's values (README.md, "The chooser"); where the sweep's fastest plan (<) and the
-// chooser's pick (*) differ, one of these is what to move, and the test's table of decisions
-// (ShapeChooser.DecisionsOnATableOfShapes) and the README's table move with it:
+// The rule's thresholds, in one place. Each is a measured decision, set from the table of the
+// sweep (sweep_gemm_plans.cu: m2_09_gemm_shapes_sweep times every tile x splits on every
+// shape of the benchmark against cuBLAS), not from the arithmetic alone; where the sweep's
+// fastest plan (<) and the chooser's pick (*) differ, one of these is what to move, and the
+// test's table of decisions (ShapeChooser.DecisionsOnATableOfShapes) and the README's table
+// move with it:
 //  * kSkinnyMaxM (gemm_shapes.h, used in the given part below): up to which M the skinny
 //    tile's row of the table beats the square's;
-//  * kBlocksPerMultiprocessor: the blocks per SM the splits aim for (tiles x splits >= SMs x
-//    this; for the wide tile, <= SMs x this); 1 counts one block per SM, where the square
-//    tiles fit two: the row of a few-tile shape shows whether twice the splits pays;
-//  * kMinKTilesPerSplit (gemm_shapes.h): the shortest split worth its partial: along a row,
-//    where more splits stop paying;
+//  * blocks_per_multiprocessor (gemm_shapes.h): the blocks of a tile one SM runs at once,
+//    so that the splits fill one wave. On the H200 the sweep's fastest square-tile rows are
+//    those with 2 x 132 blocks or just under (1024 x 1024 x 8192: 4 splits of 64 tiles;
+//    128 x 4096 x 4096: 8 of 32), and 3 or 6 splits of 64 tiles (192, 384 blocks) are slower;
+//  * min_k_tiles_per_split (gemm_shapes.h): the shortest split worth its partial: along a
+//    row, where more splits stop paying (512 x 512 x 512 in float32 still gains at 16 splits
+//    of 2 k-tiles);
 //  * kMaxSplits (gemm_shapes.h): the most splits, where even long K stops gaining.
-constexpr long long kBlocksPerMultiprocessor = 1;
-
 gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,
                                        int multiprocessors, std::size_t workspace_floats,
                                        bool wide_tile_available) {
@@ -47,19 +47,20 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   if (M <= 0 || N <= 0 || K <= 0 || multiprocessors <= 0) return plan;
   // ---- end of given ----
 
-  // Blocks without splitting: one per output tile. When there are fewer tiles than
-  // multiprocessors, split K so that tiles x splits covers them all; a tile that fills a
-  // multiprocessor alone (the wide one) stops at the last split that still fits in one wave.
+  // Blocks without splitting: one per output tile. When one wave of the GPU has room for
+  // more blocks than there are tiles, split K into as many ranges as still run in that one
+  // wave: floor(blocks per wave / tiles), at least 1 (a block more than a wave holds would
+  // run alone in a second one).
   const long long tiles =
       static_cast<long long>((M + block_m(plan.tile) - 1) / block_m(plan.tile)) *
       ((N + block_n(plan.tile) - 1) / block_n(plan.tile));
-  const long long blocks_wanted = kBlocksPerMultiprocessor * multiprocessors;
-  long long splits = tile_fills_multiprocessor(plan.tile) ? std::max(1LL, blocks_wanted / tiles)
-                                                          : (blocks_wanted + tiles - 1) / tiles;
-  // Each split must keep at least kMinKTilesPerSplit k-tiles: a shorter one spends its time
-  // filling and draining the pipeline and writing its partial C.
+  const long long blocks_per_wave =
+      static_cast<long long>(blocks_per_multiprocessor(plan.tile)) * multiprocessors;
+  long long splits = std::max(1LL, blocks_per_wave / tiles);
+  // Each split must keep at least min_k_tiles_per_split k-tiles: a shorter one spends its
+  // time filling and draining the pipeline and writing its partial C.
   const long long k_tiles = (K + k_tile(plan.tile, precision) - 1) / k_tile(plan.tile, precision);
-  splits = std::min(splits, std::max(1LL, k_tiles / kMinKTilesPerSplit));
+  splits = std::min(splits, std::max(1LL, k_tiles / min_k_tiles_per_split(plan.tile)));
   // Every split's partial C must fit the workspace: splits x M x N floats.
   const long long per_split = static_cast<long long>(M) * N;
   splits = std::min(splits, std::max(1LL, static_cast<long long>(workspace_floats) / per_split));
