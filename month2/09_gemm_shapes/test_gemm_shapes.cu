@@ -176,7 +176,7 @@ TEST(ShapeChooser, DecisionsOnATableOfShapes) {
       {3000, 5000, 2000, Precision::fp16, 132, kBig, BlockTile::wide, 1, "480 wide tiles", true},
       {4093, 4099, 4097, Precision::fp16, 132, kBig, BlockTile::wide, 1, "544 wide tiles", true},
       {1024, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::wide, 4,
-       "32 wide tiles: floor(132 / 32) = 4, not ceil = 5 (a second wave of 28)", true},
+       "32 wide tiles: floor(132 / 32) = 4 (5 would leave a second wave of 28)", true},
       {128, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 8,
        "16 wide tiles: 8 splits, and 64 k-tiles of 64 allow 8", true},
       {512, 512, 512, Precision::fp16, 132, kBig, BlockTile::wide, 1,

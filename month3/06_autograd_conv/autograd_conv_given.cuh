@@ -453,8 +453,10 @@ void run_im2col_one_gemm(const ConvShape& s, const at::Tensor& x, const at::Tens
     TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, op, ": the cuBLAS GEMM failed with status ",
                 std::to_string(static_cast<int>(status)));
     // This pass's Y_tmp is its first K * columns floats (ld = columns, as written).
-    const at::Tensor product =
-        y_tmp.view(-1).narrow(0, 0, s.K * std::int64_t{columns}).view({s.K, images, pixels}).transpose(0, 1);
+    const at::Tensor product = y_tmp.view(-1)
+                                   .narrow(0, 0, s.K * std::int64_t{columns})
+                                   .view({s.K, images, pixels})
+                                   .transpose(0, 1);
     at::Tensor out = y.narrow(0, n0, images).view({images, s.K, pixels});
     if (bias) {
       at::add_out(out, product, bias->view({1, s.K, 1}));
@@ -644,16 +646,8 @@ at::Tensor grad_input_by_phases(const char* op, const ConvShape& s, const at::Te
   at::Tensor dy_nchw, dy_nhwc;  // dy in the layouts the phases' kernels read, made once
   // Phases without taps (a 1 x 1 filter at stride 2: three of the four) are zeros: one fill
   // of dx first, instead of a scatter of zeros per phase, and the other phases overwrite it.
-  bool zeros_written = false;
-  for (int ph = 0; ph < s.stride_h && !zeros_written; ++ph) {
-    for (int pw = 0; pw < s.stride_w && !zeros_written; ++pw) {
-      const GradInputPhase phase = plan_grad_input_phase(s, ph, pw);
-      if (phase.has_rows() && !phase.has_taps()) {
-        dx.zero_();
-        zeros_written = true;
-      }
-    }
-  }
+  const bool zeros_written = grad_input_has_zero_phases(s);
+  if (zeros_written) dx.zero_();
   for (int ph = 0; ph < s.stride_h; ++ph) {
     for (int pw = 0; pw < s.stride_w; ++pw) {
       const GradInputPhase phase = plan_grad_input_phase(s, ph, pw);

@@ -205,6 +205,18 @@ inline std::int64_t grad_input_phase_elements_per_image(const ConvShape& s) {
   return most;
 }
 
+// Whether some phase of dx has rows but no taps (a 1 x 1 filter at stride 2: three of the
+// four): its part of dx is zeros.
+inline bool grad_input_has_zero_phases(const ConvShape& s) {
+  for (int ph = 0; ph < s.stride_h; ++ph) {
+    for (int pw = 0; pw < s.stride_w; ++pw) {
+      const GradInputPhase phase = plan_grad_input_phase(s, ph, pw);
+      if (phase.has_rows() && !phase.has_taps()) return true;
+    }
+  }
+  return false;
+}
+
 // The environment variable `name` as a whole number from `low` to `high`, or `fallback` where
 // it is unset or empty. Read at every call, so that a test can set it. Throws
 // std::invalid_argument naming the variable for anything else ("lots", "-5", "12 MiB", a
