@@ -61,6 +61,7 @@ def load_module(impl="exercise", verbose=None):
         defines=[f"COURSE_OPS={ns}"],    # the TORCH_LIBRARY namespace (pybind_gemm.h)
         with_course_runtime=True,        # CUDA_CHECK's error reporting, for the month-2 launchers
         extra_cuda_cflags=build_config.NVCC_FLAGS,
+        hopper_sm90a=True,               # m2.09's wide wgmma tile, on an H100 or H200
         verbose=verbose,
     )
     extension.register_fake_kernels(ns, _fake_kernels())

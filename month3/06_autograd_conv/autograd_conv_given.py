@@ -13,14 +13,19 @@ reference one (solutions/) both import this one file.
 One Plumbing per autograd_conv.py, so yours and the reference can be loaded side by side
 (the benchmark does) without sharing operators.
 
-Two autograd mechanisms, one per PyTorch version, never both for one call:
+Two autograd mechanisms, never both for one call:
   - Conv2dFunction, an old-style torch.autograd.Function (forward(ctx, ...) with
     ctx.save_for_backward; no setup_context, which PyTorch 1.13 lacks). It works on every
-    version; conv2d() uses it where torch.library has no register_autograd (PyTorch < 2.4).
+    version, and conv2d() runs it for every eager call: it costs the CPU less per call than
+    the operator's registered autograd (torch.library's wrapper is Python of its own around
+    the same backward), and a training step of small layers waits on the CPU. Its forward
+    calls the operator below the autograd dispatch key, so that on PyTorch >= 2.4 the
+    operator's own autograd does not wrap the call a second time.
   - On PyTorch >= 2.4, bind() registers the backward on the dispatcher operator itself
     (torch.library.register_autograd) and fake kernels for all six operators
-    (torch.library.register_fake), and conv2d() calls the operator directly: that is the
-    path torch.compile traces without a graph break and torch.library.opcheck accepts.
+    (torch.library.register_fake), and conv2d() calls the operator directly while
+    torch.compile traces it: that is the path torch.compile traces without a graph break
+    and torch.library.opcheck accepts.
 Both run the same backward(): your conv2d_backward, then the second-order guard.
 
 Autocast: under torch.autocast("cuda", dtype=torch.float16 or torch.bfloat16), conv2d() (and so
@@ -36,6 +41,8 @@ says so, on both mechanisms. Without this guard, register_autograd's backward wo
 gradient operators as constants: a gradient penalty's weight gradient silently missing (in
 effect zero).
 """
+import contextlib
+
 import torch
 from torch import nn
 
@@ -147,6 +154,27 @@ def guard_second_order(grads, depends_on):
     return tuple(None if g is None else next(guarded) for g in grads)
 
 
+# ---- which mechanism: eager or torch.compile ----
+
+def is_compiling():
+    """Whether torch.compile (TorchDynamo) is tracing this call: torch.compiler.is_compiling
+    on PyTorch >= 2.3, torch._dynamo.is_compiling on 2.0 to 2.2, never on 1.13."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling()
+    dynamo = getattr(torch, "_dynamo", None)
+    return dynamo is not None and hasattr(dynamo, "is_compiling") and dynamo.is_compiling()
+
+
+def below_autograd(operator_has_autograd):
+    """Inside Conv2dFunction.forward: the dispatcher below its autograd keys, as torch.library's
+    own autograd wrapper calls an operator, where the operator carries a registered autograd
+    (PyTorch >= 2.4), which has nothing to do there; else nothing to skip."""
+    if not operator_has_autograd:
+        return contextlib.nullcontext()
+    return torch._C._AutoDispatchBelowAutograd()
+
+
 # ---- the dispatcher-op path (PyTorch >= 2.4): fake kernels ----
 
 def output_memory_format(x):
@@ -205,7 +233,8 @@ def _make_conv2d_function(plumbing):
         @staticmethod
         def forward(ctx, x, weight, bias, stride, padding, dilation):
             _save_for_backward(ctx, x, weight, bias, stride, padding, dilation)
-            return plumbing.ops().conv2d(x, weight, bias, stride, padding, dilation)
+            with below_autograd(plumbing.op_autograd):
+                return plumbing.ops().conv2d(x, weight, bias, stride, padding, dilation)
 
         @staticmethod
         def backward(ctx, grad_output):
@@ -247,11 +276,15 @@ class Plumbing:
 
     def backward(self, ctx, grad_output):
         """(dx, dw, db) for both mechanisms: conv2d_backward runs outside autograd (its
-        operators have none), and the result goes through guard_second_order."""
+        operators have none), and under create_graph=True the result goes through
+        guard_second_order."""
         x, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:3]
+        if not torch.is_grad_enabled():  # the usual backward: nothing records a graph
+            return tuple(self.conv2d_backward(grad_output, x, weight, ctx.has_bias,
+                                              *ctx.conv_args, needs))
         with torch.no_grad():
-            grads = self.conv2d_backward(grad_output, x, weight, ctx.has_bias, *ctx.conv_args,
-                                         ctx.needs_input_grad[:3])
+            grads = self.conv2d_backward(grad_output, x, weight, ctx.has_bias, *ctx.conv_args, needs)
         return guard_second_order(tuple(grads), (grad_output, x, weight))
 
     @staticmethod
@@ -284,7 +317,7 @@ class Plumbing:
 
     def _run(self, x, weight, bias, args, groups):
         check_options(x, weight, groups)
-        if self.op_autograd:
+        if self.op_autograd and is_compiling():
             return self.ops().conv2d(x, weight, bias, *args)  # the operator carries its autograd
         return self.Conv2dFunction.apply(x, weight, bias, *args)
 

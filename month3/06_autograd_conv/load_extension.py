@@ -103,6 +103,8 @@ def load_ops(impl="exercise", verbose=None):
                       ROOT / "month2" / "09_gemm_shapes", ROOT / "month2", cuda_toolkit_include()],
         defines=[f"COURSE_OPS={ns}", f"COURSE_M205_IMPL={impl}"],
         with_course_runtime=True,  # the earlier kernels' CUDA_CHECK reports through it
+        # On an H100 or H200: m3.05's wgmma main loop and m2.09's wide wgmma tile (sm_90a code).
+        hopper_sm90a=True,
         verbose=verbose,
     )
 

@@ -362,6 +362,16 @@ class RegistrationTest(unittest.TestCase):
                          "the operator's own autograd (register_autograd) must be used exactly where "
                          f"torch.library has it (this is PyTorch {torch.__version__}). {HINT_GIVEN}")
 
+    def test_eager_calls_run_conv2d_function(self):
+        # Eager calls take Conv2dFunction on every version (the operator's registered autograd
+        # costs more CPU time per call); torch.compile traces the operator (CompileCpuTest).
+        conv = module()
+        c = TEST_CASES[0]
+        x, w, b = make_inputs(c, SEED + 2001, torch.float64, "cpu", requires_grad=True)
+        y = conv.conv2d(x, w, b, c.stride, c.padding, c.dilation)
+        self.assertIn("Conv2dFunction", type(y.grad_fn).__name__,
+                      f"an eager conv2d() must run Conv2dFunction. {HINT_GIVEN}")
+
     @skip_unless(HAS_OPCHECK, "torch.library.opcheck needs PyTorch 2.4+")
     def test_opcheck_cpu(self):
         run_opcheck(self, "cpu")

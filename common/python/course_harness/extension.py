@@ -125,6 +125,23 @@ def _arch_for_this_gpu():
         os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}{ptx}"
 
 
+# wgmma and the other sm_90a instructions exist only in machine code built for sm_90a, the
+# Hopper-only target ("a": architecture-specific). TORCH_CUDA_ARCH_LIST=9.0 builds sm_90,
+# whose copies of the wgmma kernels compile to nothing (course/hopper.h), so an extension
+# that holds them asks for sm_90a too (hopper_sm90a=True). On a Hopper the runtime then takes
+# the sm_90a code. Only on a real Hopper: an emulated older GPU (COURSE_COMPUTE_CAPABILITY)
+# must run its own code paths, and no other GPU can run sm_90a code.
+SM90A_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a"]
+
+
+def hopper_cuda_flags(physical_capability, emulated):
+    """The nvcc flags that add sm_90a machine code: SM90A_FLAGS on a real compute
+    capability 9.0 GPU, none on any other or under an emulated older one."""
+    if emulated or tuple(physical_capability) != (9, 0):
+        return []
+    return list(SM90A_FLAGS)
+
+
 # The course's C++ is C++17. PyTorch 2.x builds extensions as C++17 already; 1.13 passes
 # -std=c++14, which a later -std=c++17 overrides (g++ takes the last one). (1.13 has no CUDA
 # build here; nvcc would refuse two -std options.)
@@ -133,7 +150,7 @@ _CXX17 = ["-std=c++17"] if int(torch.__version__.split(".")[0]) < 2 else []
 
 def load(name, *, sources, cuda_sources=(), impl=None, namespace=None, python_module=False,
          include_dirs=(), defines=(), with_course_runtime=False, static_libraries=(),
-         extra_cflags=(), extra_cuda_cflags=(), verbose=None):
+         extra_cflags=(), extra_cuda_cflags=(), hopper_sm90a=False, verbose=None):
     """Builds (when needed) and loads one extension; see the module's docstring.
 
     name:      unique per extension and implementation, e.g. "m1_05_exercise"; with
@@ -141,6 +158,7 @@ def load(name, *, sources, cuda_sources=(), impl=None, namespace=None, python_mo
     sources:   C++ files, always built; cuda_sources: .cu files, built only with CUDA.
     namespace: the TORCH_LIBRARY namespace to return as torch.ops.<namespace>.
     defines:   "NAME=value" or "NAME" strings, for C++ and CUDA alike.
+    hopper_sm90a: also build sm_90a machine code on a Hopper (wgmma kernels; SM90A_FLAGS).
     """
     with_cuda, _ = cuda_status()
     files = [Path(s) for s in sources]
@@ -149,6 +167,10 @@ def load(name, *, sources, cuda_sources=(), impl=None, namespace=None, python_mo
         if with_course_runtime:
             files += course_runtime_sources()
         _arch_for_this_gpu()
+    cuda_flags = list(extra_cuda_cflags)
+    if with_cuda and hopper_sm90a:
+        cuda_flags += hopper_cuda_flags(requirements.physical_compute_capability(),
+                                        requirements.compute_capability_emulated())
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(f"extension {name}: missing source files {missing}")
@@ -173,7 +195,7 @@ def load(name, *, sources, cuda_sources=(), impl=None, namespace=None, python_mo
             name=module_name,
             sources=[str(f) for f in files],
             extra_cflags=["-O3", *_CXX17, *flags, *extra_cflags],
-            extra_cuda_cflags=["-O3", "-lineinfo", *flags, *extra_cuda_cflags],
+            extra_cuda_cflags=["-O3", "-lineinfo", *flags, *cuda_flags],
             extra_ldflags=[str(lib) for lib in static_libraries],
             extra_include_paths=includes,
             build_directory=str(build_dir),

@@ -209,6 +209,20 @@ class ExtensionBuildTest(unittest.TestCase):
                 extension.load("course_harness_broken", sources=[broken], python_module=True)
 
 
+class HopperFlagsTest(unittest.TestCase):
+    """hopper_sm90a=True adds sm_90a machine code on a real Hopper only."""
+
+    def test_a_hopper_gets_sm90a(self):
+        self.assertEqual(extension.hopper_cuda_flags((9, 0), emulated=False), extension.SM90A_FLAGS)
+        self.assertIn("code=sm_90a", extension.SM90A_FLAGS[0])
+
+    def test_other_gpus_and_emulation_get_none(self):
+        for capability in [(7, 5), (8, 0), (8, 6), (8, 9), (10, 0), (12, 0)]:
+            self.assertEqual(extension.hopper_cuda_flags(capability, emulated=False), [], capability)
+        # A Hopper that plays an A100 or a T4 must run their code paths, not wgmma.
+        self.assertEqual(extension.hopper_cuda_flags((9, 0), emulated=True), [])
+
+
 class TwoExercisesCudaTest(testing.CudaTestCase):
     """An extension from two exercises' CUDA sources (m1.01 and m1.04), or their CMake libraries."""
 

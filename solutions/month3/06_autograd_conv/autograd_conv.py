@@ -87,8 +87,9 @@ class Conv2d(nn.Conv2d):
 # ---- given: the rest of this module, made around the two pieces above ----
 # autograd_conv_given.Plumbing builds, for this file's conv2d_backward and Conv2d: ops() (this
 # version's operators, torch.ops.m3_06_<impl>, once bind() has run: load_extension calls it),
-# conv2d() (F.conv2d's arguments: the checks, autocast, one autograd mechanism per PyTorch
-# version), Conv2dFunction and convert_module(). Each autograd_conv.py has its own, so yours
+# conv2d() (F.conv2d's arguments: the checks, autocast, and one autograd mechanism per call:
+# Conv2dFunction eagerly, the operator's own under torch.compile), Conv2dFunction and
+# convert_module(). Each autograd_conv.py has its own, so yours
 # and the reference can be loaded side by side.
 _plumbing = given.Plumbing(conv2d_backward, Conv2d)
 ops, bind, conv2d = _plumbing.ops, _plumbing.bind, _plumbing.conv2d
