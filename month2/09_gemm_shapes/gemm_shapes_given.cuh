@@ -14,17 +14,20 @@ bool planned_launch_needed(const char* function, const gemm_shapes::GemmPlan& pl
                            int K, const void* A, const void* B, const float* C,
                            const float* workspace, std::size_t workspace_floats) {
   require_gemm_arguments(function, M, N, K);
-  require(plan.splits >= 1 && plan.splits <= gemm_shapes::kMaxPlannedSplits, function,
-          "plan.splits must be 1 .. " + std::to_string(gemm_shapes::kMaxPlannedSplits) + ", got " +
-              std::to_string(plan.splits));
+  // The messages are lambdas: made only when a check fails (course/launch.h).
+  require(plan.splits >= 1 && plan.splits <= gemm_shapes::kMaxPlannedSplits, function, [&] {
+    return "plan.splits must be 1 .. " + std::to_string(gemm_shapes::kMaxPlannedSplits) +
+           ", got " + std::to_string(plan.splits);
+  });
   if (M == 0 || N == 0) return false;
   require(C != nullptr && (K == 0 || (A != nullptr && B != nullptr)), function,
           "A, B and C must be device pointers, got null");
   const std::size_t needed = gemm_shapes::workspace_floats(plan, M, N);
-  require(needed == 0 || (workspace != nullptr && workspace_floats >= needed), function,
-          std::to_string(plan.splits) + " splits of a " + std::to_string(M) + " x " +
-              std::to_string(N) + " C need a workspace of " + std::to_string(needed) +
-              " floats, got " + std::to_string(workspace != nullptr ? workspace_floats : 0));
+  require(needed == 0 || (workspace != nullptr && workspace_floats >= needed), function, [&] {
+    return std::to_string(plan.splits) + " splits of a " + std::to_string(M) + " x " +
+           std::to_string(N) + " C need a workspace of " + std::to_string(needed) +
+           " floats, got " + std::to_string(workspace != nullptr ? workspace_floats : 0);
+  });
   return true;
 }
 

@@ -80,15 +80,17 @@ inline std::int64_t max_images_per_pass(const ConvShape& s, Im2colGemm gemm) {
 // Checks the shape and the choice of GEMM, for every public function of this file.
 inline void require_im2col_gemm(const char* function, const ConvShape& s, Im2colGemm gemm) {
   require_conv_arguments(function, s);
-  require(gemm == Im2colGemm::cublas || gemm == Im2colGemm::sgemm_m205, function,
-          "gemm must be Im2colGemm::cublas or Im2colGemm::sgemm_m205, got " +
-              std::to_string(static_cast<int>(gemm)));
+  require(gemm == Im2colGemm::cublas || gemm == Im2colGemm::sgemm_m205, function, [&] {
+    return "gemm must be Im2colGemm::cublas or Im2colGemm::sgemm_m205, got " +
+           std::to_string(static_cast<int>(gemm));
+  });
   if (gemm == Im2colGemm::sgemm_m205 && s.N > 0) {
-    require(max_images_per_pass(s, gemm) >= 1, function,
-            "one image's X_col has C R S x P Q = " + std::to_string(s.gemm_k()) + " x " +
-                std::to_string(static_cast<std::int64_t>(s.P()) * s.Q()) +
-                " floats, more than the m2.05 SGEMM indexes (2^31 - 1); use Im2colGemm::cublas (" +
-                to_string(s) + ")");
+    require(max_images_per_pass(s, gemm) >= 1, function, [&] {
+      return "one image's X_col has C R S x P Q = " + std::to_string(s.gemm_k()) + " x " +
+             std::to_string(static_cast<std::int64_t>(s.P()) * s.Q()) +
+             " floats, more than the m2.05 SGEMM indexes (2^31 - 1); use Im2colGemm::cublas (" +
+             to_string(s) + ")";
+    });
   }
 }
 
@@ -192,14 +194,15 @@ void conv2d_im2col_gemm(const ConvShape& shape, const float* x, const float* w, 
 
   // How many images per pass fit in the workspace: the most, up to the batch.
   const std::size_t least = pass_bytes(shape, gemm, 1).total();
-  require(workspace_bytes >= least, function,
-          "the workspace must hold at least one image's X_col" +
-              std::string(gemm == Im2colGemm::sgemm_m205 ? " and Y_tmp" : "") + ", " +
-              std::to_string(least) + " bytes, got " + std::to_string(workspace_bytes) +
-              " (conv2d_im2col_workspace_bytes gives the bytes of one pass; " + to_string(shape) +
-              ")");
-  require(least == 0 || workspace != nullptr, function,
-          "workspace must be a device pointer, got null (" + to_string(shape) + ")");
+  require(workspace_bytes >= least, function, [&] {
+    return "the workspace must hold at least one image's X_col" +
+           std::string(gemm == Im2colGemm::sgemm_m205 ? " and Y_tmp" : "") + ", " +
+           std::to_string(least) + " bytes, got " + std::to_string(workspace_bytes) +
+           " (conv2d_im2col_workspace_bytes gives the bytes of one pass; " + to_string(shape) + ")";
+  });
+  require(least == 0 || workspace != nullptr, function, [&] {
+    return "workspace must be a device pointer, got null (" + to_string(shape) + ")";
+  });
   require(is_aligned(workspace, 16), function, "workspace must be aligned to 16 bytes");
   // The bytes of a pass grow with its images: the largest count that fits, by bisection.
   std::int64_t fits = 1, too_many = max_images_per_pass(shape, gemm) + 1;

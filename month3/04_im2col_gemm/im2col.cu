@@ -67,18 +67,20 @@ void im2col(const ConvShape& shape, const float* x, int first_image, int images,
   using namespace im2col_detail;
   constexpr const char* function = "im2col";
   require_conv_arguments(function, shape);
+  // The messages are lambdas: made only when a check fails (course/launch.h).
   require(
       first_image >= 0 && images >= 0 && static_cast<std::int64_t>(first_image) + images <= shape.N,
-      function,
-      "images " + std::to_string(first_image) + " .. " +
-          std::to_string(static_cast<std::int64_t>(first_image) + images - 1) +
-          " are not in the batch of N = " + std::to_string(shape.N) + " (" + to_string(shape) +
-          ")");
+      function, [&] {
+        return "images " + std::to_string(first_image) + " .. " +
+               std::to_string(static_cast<std::int64_t>(first_image) + images - 1) +
+               " are not in the batch of N = " + std::to_string(shape.N) + " (" +
+               to_string(shape) + ")";
+      });
   if (images == 0) return;  // nothing to copy, and a grid of zero blocks is an error
   require(x != nullptr, function,
-          "x must be a device pointer, got null (" + to_string(shape) + ")");
+          [&] { return "x must be a device pointer, got null (" + to_string(shape) + ")"; });
   require(x_col != nullptr, function,
-          "x_col must be a device pointer, got null (" + to_string(shape) + ")");
+          [&] { return "x_col must be a device pointer, got null (" + to_string(shape) + ")"; });
 
   const std::int64_t columns = static_cast<std::int64_t>(images) * shape.P() * shape.Q();
   const dim3 grid(grid_blocks_1d(function, columns, kThreads),

@@ -102,30 +102,41 @@ __host__ __device__ inline std::int64_t conv_output_index(ConvLayout layout, con
 // image (an empty or negative output), or a tensor of 2^31 elements or more (the kernels
 // index with int inside a tensor). N == 0 is allowed: there is nothing to compute.
 inline void require_conv_arguments(const char* function, const ConvShape& s) {
-  const std::string shape = " (" + to_string(s) + ")";
-  require(s.N >= 0, function, "the batch N must be >= 0, got " + std::to_string(s.N) + shape);
-  require(s.C >= 1 && s.H >= 1 && s.W >= 1, function,
-          "C, H and W must be >= 1, got C = " + std::to_string(s.C) + ", H = " +
-              std::to_string(s.H) + ", W = " + std::to_string(s.W) + shape);
-  require(s.K >= 1 && s.R >= 1 && s.S >= 1, function,
-          "K, R and S must be >= 1, got K = " + std::to_string(s.K) + ", R = " +
-              std::to_string(s.R) + ", S = " + std::to_string(s.S) + shape);
-  require(s.stride_h >= 1 && s.stride_w >= 1, function,
-          "the stride must be >= 1, got " + std::to_string(s.stride_h) + ", " +
-              std::to_string(s.stride_w) + shape);
-  require(s.dilation_h >= 1 && s.dilation_w >= 1, function,
-          "the dilation must be >= 1, got " + std::to_string(s.dilation_h) + ", " +
-              std::to_string(s.dilation_w) + shape);
-  require(s.pad_h >= 0 && s.pad_w >= 0, function,
-          "the padding must be >= 0, got " + std::to_string(s.pad_h) + ", " +
-              std::to_string(s.pad_w) + shape);
-  require(s.P() >= 1 && s.Q() >= 1, function,
-          "the filter does not fit in the padded image: the output would be empty, " +
-              std::to_string(s.P()) + " x " + std::to_string(s.Q()) + shape);
+  // The message is built only when a check fails: these checks run before every launch, and
+  // formatting the shape would cost the CPU more than the checks themselves.
+  const auto fail = [&](const std::string& what) {
+    throw std::invalid_argument(std::string(function) + ": " + what + " (" + to_string(s) + ")");
+  };
+  if (s.N < 0) fail("the batch N must be >= 0, got " + std::to_string(s.N));
+  if (!(s.C >= 1 && s.H >= 1 && s.W >= 1)) {
+    fail("C, H and W must be >= 1, got C = " + std::to_string(s.C) + ", H = " +
+         std::to_string(s.H) + ", W = " + std::to_string(s.W));
+  }
+  if (!(s.K >= 1 && s.R >= 1 && s.S >= 1)) {
+    fail("K, R and S must be >= 1, got K = " + std::to_string(s.K) + ", R = " +
+         std::to_string(s.R) + ", S = " + std::to_string(s.S));
+  }
+  if (!(s.stride_h >= 1 && s.stride_w >= 1)) {
+    fail("the stride must be >= 1, got " + std::to_string(s.stride_h) + ", " +
+         std::to_string(s.stride_w));
+  }
+  if (!(s.dilation_h >= 1 && s.dilation_w >= 1)) {
+    fail("the dilation must be >= 1, got " + std::to_string(s.dilation_h) + ", " +
+         std::to_string(s.dilation_w));
+  }
+  if (!(s.pad_h >= 0 && s.pad_w >= 0)) {
+    fail("the padding must be >= 0, got " + std::to_string(s.pad_h) + ", " +
+         std::to_string(s.pad_w));
+  }
+  if (!(s.P() >= 1 && s.Q() >= 1)) {
+    fail("the filter does not fit in the padded image: the output would be empty, " +
+         std::to_string(s.P()) + " x " + std::to_string(s.Q()));
+  }
   constexpr std::int64_t kMaxElements = 2147483647;  // INT_MAX
-  require(s.input_elements() <= kMaxElements && s.weight_elements() <= kMaxElements &&
-              s.output_elements() <= kMaxElements,
-          function, "every tensor must have fewer than 2^31 elements" + shape);
+  if (!(s.input_elements() <= kMaxElements && s.weight_elements() <= kMaxElements &&
+        s.output_elements() <= kMaxElements)) {
+    fail("every tensor must have fewer than 2^31 elements");
+  }
 }
 
 // The signature every forward-convolution launcher of month 3 shares (m3.03, m3.04):
@@ -143,11 +154,15 @@ using ConvFn = ConvFnOf<float>;
 // null: no bias. Throws std::invalid_argument naming `function` and the null pointer.
 inline void require_conv_pointers(const char* function, const ConvShape& s, const void* x,
                                   const void* w, const void* y) {
-  require(w != nullptr, function, "w must be a device pointer, got null (" + to_string(s) + ")");
-  require(s.N == 0 || x != nullptr, function,
-          "x must be a device pointer, got null (" + to_string(s) + ")");
-  require(s.N == 0 || y != nullptr, function,
-          "y must be a device pointer, got null (" + to_string(s) + ")");
+  // As above: the message is built only when a check fails.
+  const char* null_one = w == nullptr                  ? "w"
+                         : (s.N != 0 && x == nullptr) ? "x"
+                         : (s.N != 0 && y == nullptr) ? "y"
+                                                      : nullptr;
+  if (null_one != nullptr) {
+    throw std::invalid_argument(std::string(function) + ": " + null_one +
+                                " must be a device pointer, got null (" + to_string(s) + ")");
+  }
 }
 
 }  // namespace course

@@ -53,14 +53,17 @@ inline std::string to_string(const GemmShape& shape) {
 // enough for the 32-bit indices the course's kernels use. Throws std::invalid_argument
 // naming `function` and the bad value.
 inline void require_gemm_arguments(const char* function, int M, int N, int K) {
-  require(M >= 0 && N >= 0 && K >= 0, function,
-          "sizes must be >= 0, got M = " + std::to_string(M) + ", N = " + std::to_string(N) +
-              ", K = " + std::to_string(K));
+  // The messages are lambdas: made only when a check fails (course/launch.h).
+  require(M >= 0 && N >= 0 && K >= 0, function, [&] {
+    return "sizes must be >= 0, got M = " + std::to_string(M) + ", N = " + std::to_string(N) +
+           ", K = " + std::to_string(K);
+  });
   constexpr std::int64_t kMaxElements = 2147483647;  // INT_MAX: the largest 32-bit index + 1
   const std::int64_t m = M, n = N, k = K;
-  require(m * k <= kMaxElements && k * n <= kMaxElements && m * n <= kMaxElements, function,
-          "every matrix must have fewer than 2^31 elements (the kernels index with int), got " +
-              to_string(GemmShape{M, N, K}));
+  require(m * k <= kMaxElements && k * n <= kMaxElements && m * n <= kMaxElements, function, [&] {
+    return "every matrix must have fewer than 2^31 elements (the kernels index with int), got " +
+           to_string(GemmShape{M, N, K});
+  });
 }
 
 // Which size of C a launcher's grid covers in y, one block per `per_block` rows or columns:

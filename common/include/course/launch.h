@@ -41,6 +41,15 @@ inline void require(bool condition, const char* function, const std::string& mes
   if (!condition) throw std::invalid_argument(std::string(function) + ": " + message);
 }
 
+// The same check with the message made only when it fails: `make_message` is a callable
+// returning it (a lambda), for checks that run before every launch, where formatting the
+// message each time would cost the CPU more than the launch itself.
+template <typename MakeMessage,
+          typename = std::enable_if_t<std::is_invocable_r_v<std::string, MakeMessage>>>
+inline void require(bool condition, const char* function, MakeMessage&& make_message) {
+  if (!condition) throw std::invalid_argument(std::string(function) + ": " + make_message());
+}
+
 // The most blocks a grid may have in y (and in z); x may have up to 2^31 - 1.
 inline constexpr unsigned kMaxGridY = 65535;
 
