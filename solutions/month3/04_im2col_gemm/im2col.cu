@@ -89,8 +89,8 @@ void im2col(const ConvShape& shape, const float* x, int first_image, int images,
       function, [&] {
         return "images " + std::to_string(first_image) + " .. " +
                std::to_string(static_cast<std::int64_t>(first_image) + images - 1) +
-               " are not in the batch of N = " + std::to_string(shape.N) + " (" +
-               to_string(shape) + ")";
+               " are not in the batch of N = " + std::to_string(shape.N) + " (" + to_string(shape) +
+               ")";
       });
   if (images == 0) return;  // nothing to copy, and a grid of zero blocks is an error
   require(x != nullptr, function,
