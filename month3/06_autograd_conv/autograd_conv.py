@@ -83,8 +83,8 @@ class Conv2d(nn.Conv2d):
 # version's operators, torch.ops.m3_06_<impl>, once bind() has run: load_extension calls it),
 # conv2d() (F.conv2d's arguments: the checks, autocast, and one autograd mechanism per call:
 # Conv2dFunction eagerly, the operator's own under torch.compile), Conv2dFunction and
-# convert_module(). Each autograd_conv.py has its own, so yours
-# and the reference can be loaded side by side.
+# convert_module(). Each autograd_conv.py has its own, so yours and the reference can be
+# loaded side by side.
 _plumbing = given.Plumbing(conv2d_backward, Conv2d)
 ops, bind, conv2d = _plumbing.ops, _plumbing.bind, _plumbing.conv2d
 Conv2dFunction, convert_module = _plumbing.Conv2dFunction, _plumbing.convert_module

@@ -279,12 +279,11 @@ class Plumbing:
         operators have none), and under create_graph=True the result goes through
         guard_second_order."""
         x, weight = ctx.saved_tensors
-        needs = ctx.needs_input_grad[:3]
+        args = (grad_output, x, weight, ctx.has_bias, *ctx.conv_args, ctx.needs_input_grad[:3])
         if not torch.is_grad_enabled():  # the usual backward: nothing records a graph
-            return tuple(self.conv2d_backward(grad_output, x, weight, ctx.has_bias,
-                                              *ctx.conv_args, needs))
+            return tuple(self.conv2d_backward(*args))
         with torch.no_grad():
-            grads = self.conv2d_backward(grad_output, x, weight, ctx.has_bias, *ctx.conv_args, needs)
+            grads = self.conv2d_backward(*args)
         return guard_second_order(tuple(grads), (grad_output, x, weight))
 
     @staticmethod

@@ -102,41 +102,39 @@ __host__ __device__ inline std::int64_t conv_output_index(ConvLayout layout, con
 // image (an empty or negative output), or a tensor of 2^31 elements or more (the kernels
 // index with int inside a tensor). N == 0 is allowed: there is nothing to compute.
 inline void require_conv_arguments(const char* function, const ConvShape& s) {
-  // The message is built only when a check fails: these checks run before every launch, and
-  // formatting the shape would cost the CPU more than the checks themselves.
-  const auto fail = [&](const std::string& what) {
-    throw std::invalid_argument(std::string(function) + ": " + what + " (" + to_string(s) + ")");
-  };
-  if (s.N < 0) fail("the batch N must be >= 0, got " + std::to_string(s.N));
-  if (!(s.C >= 1 && s.H >= 1 && s.W >= 1)) {
-    fail("C, H and W must be >= 1, got C = " + std::to_string(s.C) + ", H = " +
-         std::to_string(s.H) + ", W = " + std::to_string(s.W));
-  }
-  if (!(s.K >= 1 && s.R >= 1 && s.S >= 1)) {
-    fail("K, R and S must be >= 1, got K = " + std::to_string(s.K) + ", R = " +
-         std::to_string(s.R) + ", S = " + std::to_string(s.S));
-  }
-  if (!(s.stride_h >= 1 && s.stride_w >= 1)) {
-    fail("the stride must be >= 1, got " + std::to_string(s.stride_h) + ", " +
-         std::to_string(s.stride_w));
-  }
-  if (!(s.dilation_h >= 1 && s.dilation_w >= 1)) {
-    fail("the dilation must be >= 1, got " + std::to_string(s.dilation_h) + ", " +
-         std::to_string(s.dilation_w));
-  }
-  if (!(s.pad_h >= 0 && s.pad_w >= 0)) {
-    fail("the padding must be >= 0, got " + std::to_string(s.pad_h) + ", " +
-         std::to_string(s.pad_w));
-  }
-  if (!(s.P() >= 1 && s.Q() >= 1)) {
-    fail("the filter does not fit in the padded image: the output would be empty, " +
-         std::to_string(s.P()) + " x " + std::to_string(s.Q()));
-  }
+  // The messages are lambdas, made only when a check fails (course/launch.h): these checks
+  // run before every launch, and formatting the shape each time would cost more than them.
+  const auto with_shape = [&](const std::string& what) { return what + " (" + to_string(s) + ")"; };
+  require(s.N >= 0, function,
+          [&] { return with_shape("the batch N must be >= 0, got " + std::to_string(s.N)); });
+  require(s.C >= 1 && s.H >= 1 && s.W >= 1, function, [&] {
+    return with_shape("C, H and W must be >= 1, got C = " + std::to_string(s.C) + ", H = " +
+                      std::to_string(s.H) + ", W = " + std::to_string(s.W));
+  });
+  require(s.K >= 1 && s.R >= 1 && s.S >= 1, function, [&] {
+    return with_shape("K, R and S must be >= 1, got K = " + std::to_string(s.K) + ", R = " +
+                      std::to_string(s.R) + ", S = " + std::to_string(s.S));
+  });
+  require(s.stride_h >= 1 && s.stride_w >= 1, function, [&] {
+    return with_shape("the stride must be >= 1, got " + std::to_string(s.stride_h) + ", " +
+                      std::to_string(s.stride_w));
+  });
+  require(s.dilation_h >= 1 && s.dilation_w >= 1, function, [&] {
+    return with_shape("the dilation must be >= 1, got " + std::to_string(s.dilation_h) + ", " +
+                      std::to_string(s.dilation_w));
+  });
+  require(s.pad_h >= 0 && s.pad_w >= 0, function, [&] {
+    return with_shape("the padding must be >= 0, got " + std::to_string(s.pad_h) + ", " +
+                      std::to_string(s.pad_w));
+  });
+  require(s.P() >= 1 && s.Q() >= 1, function, [&] {
+    return with_shape("the filter does not fit in the padded image: the output would be empty, " +
+                      std::to_string(s.P()) + " x " + std::to_string(s.Q()));
+  });
   constexpr std::int64_t kMaxElements = 2147483647;  // INT_MAX
-  if (!(s.input_elements() <= kMaxElements && s.weight_elements() <= kMaxElements &&
-        s.output_elements() <= kMaxElements)) {
-    fail("every tensor must have fewer than 2^31 elements");
-  }
+  require(s.input_elements() <= kMaxElements && s.weight_elements() <= kMaxElements &&
+              s.output_elements() <= kMaxElements,
+          function, [&] { return with_shape("every tensor must have fewer than 2^31 elements"); });
 }
 
 // The signature every forward-convolution launcher of month 3 shares (m3.03, m3.04):
@@ -154,15 +152,15 @@ using ConvFn = ConvFnOf<float>;
 // null: no bias. Throws std::invalid_argument naming `function` and the null pointer.
 inline void require_conv_pointers(const char* function, const ConvShape& s, const void* x,
                                   const void* w, const void* y) {
-  // As above: the message is built only when a check fails.
-  const char* null_one = w == nullptr                  ? "w"
-                         : (s.N != 0 && x == nullptr) ? "x"
-                         : (s.N != 0 && y == nullptr) ? "y"
-                                                      : nullptr;
-  if (null_one != nullptr) {
-    throw std::invalid_argument(std::string(function) + ": " + null_one +
-                                " must be a device pointer, got null (" + to_string(s) + ")");
-  }
+  // As above: the messages are made only when a check fails.
+  const auto null_message = [&](const char* name) {
+    return [&s, name] {
+      return std::string(name) + " must be a device pointer, got null (" + to_string(s) + ")";
+    };
+  };
+  require(w != nullptr, function, null_message("w"));
+  require(s.N == 0 || x != nullptr, function, null_message("x"));
+  require(s.N == 0 || y != nullptr, function, null_message("y"));
 }
 
 }  // namespace course
