@@ -9,6 +9,9 @@
 //   shapes_fp16/cublas_fp16/..                 cuBLAS (cublasGemmEx), float16 in, float32 out
 //   shapes_fp16/step_m2_07_wmma/..             m2.07's mma_gemm, when m2.07 is built
 //   shapes_fp16/solution/.., shapes_fp16/exercise/..
+//   shapes_fp16/solution_mma_sync/..           on a Hopper only: the reference chooser told
+//                                              the wide tile is absent, so the mma.sync tiles
+//                                              an A100 or an RTX GPU runs (odd sizes included)
 // Every row checks its result against a float64 reference (sampled rows) before it is timed;
 // cublas_pct is the share of cuBLAS in the same run, speedup the time of the step_ row over
 // this row's. The shapes: gemm_shapes.h's benchmark_shapes() (the square the course is tuned
@@ -17,11 +20,15 @@
 // course/gemm_benchmark.h.
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "course/benchmark.h"
+#include "course/device_buffer.h"
 #include "course/gemm_benchmark.h"
 #include "gemm_shapes.h"
 
@@ -31,6 +38,32 @@
 #if defined(COURSE_HAVE_WMMA)
 #include "wmma_gemm.h"  // m2.07
 #endif
+
+namespace {
+
+// The reference's float16 GEMM as a GPU without the wide tile runs it: the chooser's pick
+// among the mma.sync tiles, with room for the padded copies of odd sizes, in a workspace of
+// its own (grown by the check before the timed runs, never while they run).
+void hgemm_on_mma_sync_tiles(int M, int N, int K, float alpha, const __half* A, const __half* B,
+                             float beta, float* C, cudaStream_t stream) {
+  namespace gs = course::gemm_shapes;
+  static std::unique_ptr<course::DeviceBuffer<float>> workspace;
+  int device = 0, multiprocessors = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t partials_room = std::size_t{16} << 20;  // 64 MiB, as hgemm_shapes has
+  const gs::GemmPlan plan = course::solution::choose_gemm_plan(
+      M, N, K, gs::Precision::fp16, multiprocessors, partials_room, /*wide_tile_available=*/false);
+  const std::size_t floats =
+      std::max<std::size_t>(gs::hgemm_workspace_floats(plan, M, N, K, A, B), 1);
+  if (!workspace || workspace->size() < floats) {
+    workspace = std::make_unique<course::DeviceBuffer<float>>(floats);
+  }
+  course::solution::hgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace->data(),
+                                  workspace->size(), stream);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<course::GemmShape>& shapes = course::gemm_shapes::benchmark_shapes();
@@ -48,6 +81,10 @@ int main(int argc, char** argv) {
     {"solution", course::solution::hgemm_shapes},
     {"exercise", course::exercise::hgemm_shapes},
   };
+  // Where the reference runs float16 on the wide tile, time the mma.sync tiles beside it.
+  if (course::solution::wide_tile_runs_here()) {
+    fp16.insert(fp16.end() - 1, {"solution_mma_sync", hgemm_on_mma_sync_tiles});
+  }
   course::bench::register_gemm_shape_rows<float>("shapes_fp32", fp32, shapes);
   course::bench::register_gemm_shape_rows<__half>("shapes_fp16", fp16, shapes);
   return course::bench::run_benchmarks(argc, argv);

@@ -81,10 +81,11 @@ __host__ __device__ constexpr int blocks_per_multiprocessor(BlockTile tile) {
 
 // The fewest k-tiles a split runs: a shorter split spends its time filling and draining the
 // pipeline and writing its partial C. 2 for the square and skinny tiles (32 deep in float32,
-// 64 in float16), 8 for the wide one (512 deep: its four-stage pipeline takes longer to fill).
+// 64 in float16), 16 for the wide one (1024 deep: its four-stage pipeline takes longer to
+// fill, and each of its partials is a 128 x 256 block of floats to write and add again).
 // Both are measured: m2_09_gemm_shapes_sweep's rows on the H200 (README.md, "The chooser").
 __host__ __device__ constexpr int min_k_tiles_per_split(BlockTile tile) {
-  return tile == BlockTile::wide ? 8 : 2;
+  return tile == BlockTile::wide ? 16 : 2;
 }
 
 // How to run one GEMM: which block tile, and into how many ranges of K (splits) the grid's z

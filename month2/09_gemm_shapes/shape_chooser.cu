@@ -45,7 +45,7 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   // Examples (132 SMs, a large workspace): 16 x 4096 x 4096 in fp32 is skinny, 1 x 32 tiles,
   // 2 x 132 = 264 blocks per wave, floor(264 / 32) = 8 splits; 256 k-tiles allow 128; so 8.
   // 1024 x 1024 x 8192 in fp16 on the wide tile is 8 x 4 tiles, one block per SM,
-  // floor(132 / 32) = 4 splits; 128 k-tiles of 64 allow 16; so 4.
+  // floor(132 / 32) = 4 splits; 128 k-tiles of 64 allow 8; so 4.
   // Count in long long: M x N can be near 2^31.
   (void)precision;
   (void)workspace_floats;
