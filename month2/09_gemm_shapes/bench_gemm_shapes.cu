@@ -48,12 +48,9 @@ void hgemm_on_mma_sync_tiles(int M, int N, int K, float alpha, const __half* A, 
                              float beta, float* C, cudaStream_t stream) {
   namespace gs = course::gemm_shapes;
   static std::unique_ptr<course::DeviceBuffer<float>> workspace;
-  int device = 0, multiprocessors = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t partials_room = std::size_t{16} << 20;  // 64 MiB, as hgemm_shapes has
   const gs::GemmPlan plan = course::solution::choose_gemm_plan(
-      M, N, K, gs::Precision::fp16, multiprocessors, partials_room, /*wide_tile_available=*/false);
+      M, N, K, gs::Precision::fp16, course::bench::device().sm_count, gs::kSharedWorkspaceFloats,
+      /*wide_tile_available=*/false);
   const std::size_t floats =
       std::max<std::size_t>(gs::hgemm_workspace_floats(plan, M, N, K, A, B), 1);
   if (!workspace || workspace->size() < floats) {
