@@ -46,6 +46,9 @@ inline constexpr int kWideBlockN = 256;       // the wide tile
 inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
+// The wide tile's splits of one tile run as a thread block cluster up to this many, and add
+// their partials there (wgmma_split_k.h): no workspace, no second kernel.
+inline constexpr int kMaxClusterSplits = 8;
 // The workspace sgemm_shapes and hgemm_shapes plan their partials in: 64 MiB per device.
 inline constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
 
@@ -91,7 +94,8 @@ __host__ __device__ constexpr int min_k_tiles_per_split(BlockTile tile) {
 // How to run one GEMM: which block tile, and into how many ranges of K (splits) the grid's z
 // dimension cuts the work. splits == 1 writes C directly; splits > 1 writes one float32
 // partial C per split into a workspace [splits][M][N], then a second kernel adds the
-// partials in a fixed order (split 0, 1, 2, ...) and applies alpha and beta.
+// partials in a fixed order (split 0, 1, 2, ...) and applies alpha and beta. (The wide tile
+// with 2 .. kMaxClusterSplits splits adds them in the same order without the workspace.)
 struct GemmPlan {
   BlockTile tile = BlockTile::square;
   int splits = 1;
@@ -108,16 +112,26 @@ inline std::size_t workspace_floats(const GemmPlan& plan, int M, int N) {
 // cp.async copies of the mma.sync kernel and the TMA copies of the wgmma one need every row
 // of A and B to start on a 16-byte boundary, which K or N not a multiple of 8, or a
 // misaligned A or B, do not give. Then hgemm_planned, given this much workspace beyond the
-// partials, copies A into an M x K8 matrix and B into a K8 x N8 one (K8, N8: K, N rounded
-// up to 8; zeros in the extra rows and columns, whose products add nothing) and runs the
-// aligned kernel on the copies. The extra 3 floats let the copies start on a 16-byte
-// boundary wherever the workspace starts.
-inline int round_up_to_8(int value) { return (value + 7) / 8 * 8; }
+// partials, copies A into an M x Kp matrix and B into a Kp x Np one (Kp, Np: K and N
+// padded by padded_row_length; zeros in the extra rows and columns, whose products add
+// nothing) and runs the aligned kernel on the copies. The extra 31 floats let the copies
+// start on a 128-byte boundary wherever the workspace starts.
+//
+// padded_row_length: rounded up to 8 halves (16 bytes), and rows of 512 halves or more to 64
+// (a whole 128-byte line, at most 1/8 more). A row pitch of 16 bytes but not 128 starts most
+// rows partway into a 128-byte line, so every row of a tile the kernels load touches one
+// more 32-byte sector (cp.async) or one more line (the TMA) than the same row of an aligned
+// matrix: README.md, "Odd sizes", measures what that costs.
+inline constexpr int kMaxPaddedLength = INT_MAX - 64;  // longer rows are never copied
+inline int padded_row_length(int length) {
+  const int to_16_bytes = (length + 7) / 8 * 8;
+  return to_16_bytes < 512 ? to_16_bytes : (length + 63) / 64 * 64;
+}
 inline std::size_t padded_copies_floats(int M, int N, int K) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
-  const std::size_t k8 = static_cast<std::size_t>(round_up_to_8(K));
-  const std::size_t n8 = static_cast<std::size_t>(round_up_to_8(N));
-  return (static_cast<std::size_t>(M) * k8 + k8 * n8) / 2 + 3;  // 2 halves per float
+  const std::size_t kp = static_cast<std::size_t>(padded_row_length(K));
+  const std::size_t np = static_cast<std::size_t>(padded_row_length(N));
+  return (static_cast<std::size_t>(M) * kp + kp * np) / 2 + 31;  // 2 halves per float
 }
 
 // float16 only. True when hgemm_planned can read A [M x K] and B [K x N] where they are,
@@ -132,11 +146,11 @@ inline bool half_operands_aligned(int N, int K, const void* A, const void* B) {
 }
 
 // The workspace with which hgemm_planned runs `plan` on its fast path: the partials, plus room
-// for the padded copies when A or B are not aligned and the copies' K8 and N8 fit in int.
+// for the padded copies when A or B are not aligned and the copies' Kp and Np fit in int.
 inline std::size_t hgemm_workspace_floats(const GemmPlan& plan, int M, int N, int K,
                                           const void* A, const void* B) {
   const bool copies =
-      !half_operands_aligned(N, K, A, B) && K <= INT_MAX - 8 && N <= INT_MAX - 8;
+      !half_operands_aligned(N, K, A, B) && K <= kMaxPaddedLength && N <= kMaxPaddedLength;
   return workspace_floats(plan, M, N) + (copies ? padded_copies_floats(M, N, K) : 0);
 }
 

@@ -68,7 +68,7 @@ enum class HalfOperands { direct, padded, predicated };
 HalfOperands half_operands(int M, int N, int K, const __half* A, const __half* B,
                            std::size_t partial_floats, std::size_t workspace_floats) {
   if (gemm_shapes::half_operands_aligned(N, K, A, B)) return HalfOperands::direct;
-  const bool fits = K <= INT_MAX - 8 && N <= INT_MAX - 8 &&
+  const bool fits = K <= gemm_shapes::kMaxPaddedLength && N <= gemm_shapes::kMaxPaddedLength &&
                     workspace_floats >= partial_floats &&
                     workspace_floats - partial_floats >= gemm_shapes::padded_copies_floats(M, N, K);
   return fits ? HalfOperands::padded : HalfOperands::predicated;
@@ -106,20 +106,21 @@ bool run_on_aligned_operands(const char* function, int splits, int M, int N, int
     return true;
   }
   if (operands == HalfOperands::predicated) return false;
-  // The copies start at the first 16-byte boundary after the partials: A' (M x K8), then
-  // B' (K8 x N8), both whole numbers of 16-byte chunks. An operand whose rows are already
-  // aligned is used as it is (B needs its copy whenever K is padded: rows K .. K8 - 1 must
-  // be zeros).
-  const int k8 = gemm_shapes::round_up_to_8(K), n8 = gemm_shapes::round_up_to_8(N);
+  // The copies start at the first 128-byte boundary after the partials: A' (M x Kp), then
+  // B' (Kp x Np), whole numbers of 16-byte chunks (gemm_shapes.h, padded_row_length). An
+  // operand whose rows are already aligned is used as it is; B needs its copy whenever A's
+  // is longer than K (rows K .. Kp - 1 of B must be zeros).
+  const bool copy_a = !gemm_shapes::half_rows_aligned(A, K);
+  const int k = copy_a ? gemm_shapes::padded_row_length(K) : K;
+  const bool copy_b = k != K || !gemm_shapes::half_rows_aligned(B, N);
+  const int ldb = copy_b ? gemm_shapes::padded_row_length(N) : N;
   const std::uintptr_t after_partials =
       reinterpret_cast<std::uintptr_t>(workspace + partial_floats);
-  auto* padded_a = reinterpret_cast<__half*>((after_partials + 15) / 16 * 16);
-  __half* padded_b = padded_a + static_cast<std::size_t>(M) * k8;
-  const bool copy_a = !gemm_shapes::half_rows_aligned(A, K);
-  const bool copy_b = K % 8 != 0 || !gemm_shapes::half_rows_aligned(B, N);
-  if (copy_a) launch_pad_copy(function, A, M, K, padded_a, M, k8, stream);
-  if (copy_b) launch_pad_copy(function, B, K, N, padded_b, k8, n8, stream);
-  run_aligned(k8, copy_a ? padded_a : A, copy_b ? padded_b : B, copy_b ? n8 : N);
+  auto* padded_a = reinterpret_cast<__half*>((after_partials + 127) / 128 * 128);
+  __half* padded_b = padded_a + (copy_a ? static_cast<std::size_t>(M) * k : 0);
+  if (copy_a) launch_pad_copy(function, A, M, K, padded_a, M, k, stream);
+  if (copy_b) launch_pad_copy(function, B, K, N, padded_b, k, ldb, stream);
+  run_aligned(k, copy_a ? padded_a : A, copy_b ? padded_b : B, ldb);
   return true;
 }
 
@@ -149,7 +150,9 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
 // The wide tile: m2.08's wgmma kernel (wgmma_split_k.h) on a Hopper. Its TMA copies need
 // aligned rows, so odd sizes go through the padded copies; without room for them, and for
 // K == 0 (nothing to multiply, and a tensor map of zero columns is an error), the square
-// tile's kernels run instead: the same arguments still always take the same path.
+// tile's kernels run instead: the same arguments still always take the same path. With 2 ..
+// 8 splits whose clusters all fit on the GPU at once, the kernel adds the partials itself
+// (wgmma_split_k.h); otherwise your reduction does.
 void launch_hgemm_wide(const char* function, int splits, int M, int N, int K, float alpha,
                        const __half* A, const __half* B, float beta, float* C, float* workspace,
                        std::size_t workspace_floats, cudaStream_t stream) {
@@ -174,6 +177,8 @@ void launch_hgemm_wide(const char* function, int splits, int M, int N, int K, fl
     launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
         function, splits, M, N, K, alpha, A, B, beta, C, workspace, workspace_floats, stream);
   }
+  if (splits > 1 && !(ran && wgmma_split_k::splits_reduce_in_cluster(splits, M, N)))
+    launch_reduce(function, M, N, splits, workspace, alpha, beta, C, stream);
 }
 
 // The workspace of the *_shapes functions, one per device, kept between calls (cudaMalloc is
@@ -249,10 +254,12 @@ void hgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
   constexpr const char* kFunction = "hgemm_planned";
   if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
     return;
-  if (plan.tile == gemm_shapes::BlockTile::wide) {
+  if (plan.tile == gemm_shapes::BlockTile::wide) {  // reduces its splits itself
     launch_hgemm_wide(kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace,
                       workspace_floats, stream);
-  } else if (plan.tile == gemm_shapes::BlockTile::square) {
+    return;
+  }
+  if (plan.tile == gemm_shapes::BlockTile::square) {
     launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
         kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace, workspace_floats,
         stream);

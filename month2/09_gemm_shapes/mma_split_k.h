@@ -15,8 +15,9 @@
 //   * odd sizes (K or N not a multiple of 8, or A, B not 16-byte aligned) no longer fall back
 //     to copying one half at a time with the loads waited on before the products. When the
 //     workspace has room, the launcher first copies A and B into zero-padded, aligned
-//     matrices (pad_copy_kernel below: M x K8 and K8 x N8, K8 and N8 rounded up to 8) and
-//     runs the aligned kernel on them: the kernel's `ldb` is the length of B's rows (N8),
+//     matrices (pad_copy_kernel below: M x Kp and Kp x Np, gemm_shapes.h's
+//     padded_row_length) and runs the aligned kernel on them: the kernel's `ldb` is the
+//     length of B's rows (Np),
 //     while C keeps its N. Without room, the predicated path below loads each 8-half chunk
 //     into registers with per-element bounds (zeros outside A and B), one k-tile ahead, and
 //     stores it as one 16-byte chunk after the products of the current tile, so the loads
@@ -191,23 +192,59 @@ __device__ __forceinline__ void store_chunks(const StagedChunks<Tile>& staged, _
   }
 }
 
+// 8 halves of a row, read as two aligned 16-byte words instead of eight 2-byte loads: the
+// chunk starting at `first` (2-byte aligned only) lies in the 32 bytes from the 16-byte
+// boundary at or below it; the funnel shifts take its 16 bytes out of those 32. The caller
+// checks that all 32 bytes are inside the matrix. Neighbouring threads read the same words,
+// so the second load mostly hits L1.
+__device__ __forceinline__ uint4 load_chunk_from_aligned_words(const __half* first) {
+  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(first);
+  const auto* window = reinterpret_cast<const uint4*>(address & ~std::uintptr_t{15});
+  const uint4 low = __ldg(window), high = __ldg(window + 1);
+  const std::uint32_t words[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
+  const int skip_words = static_cast<int>(address % 16) / 4;         // 0 .. 3
+  const unsigned skip_bits = static_cast<unsigned>(address % 4) * 8;  // 0 or 16
+  std::uint32_t w[5];  // words[skip_words ..], selected without indexing (no local memory)
+#pragma unroll
+  for (int i = 0; i < 5; ++i) {
+    w[i] = skip_words == 0   ? words[i]
+           : skip_words == 1 ? words[i + 1]
+           : skip_words == 2 ? words[i + 2]
+                             : words[i + 3];
+  }
+  return make_uint4(__funnelshift_r(w[0], w[1], skip_bits), __funnelshift_r(w[1], w[2], skip_bits),
+                    __funnelshift_r(w[2], w[3], skip_bits), __funnelshift_r(w[3], w[4], skip_bits));
+}
+
 // Copies a rows x cols float16 matrix (any alignment) into a padded_rows x padded_cols one
 // (padded_cols a multiple of 8, `padded` 16-byte aligned) with zeros in the extra rows and
 // columns: what lets odd sizes run the aligned kernel. One thread per 8-half chunk of the
-// copy: eight 2-byte loads of consecutive halves of one row (a warp reads 32 consecutive
-// chunks of a row: coalesced), one 16-byte store. A grid-stride loop over the chunks.
+// copy, one 16-byte store; a warp takes 32 consecutive chunks of a row (coalesced). A chunk
+// wholly inside its row reads two aligned 16-byte words (load_chunk_from_aligned_words)
+// where those lie inside the matrix; a chunk at the end of a row, or at either end of the
+// matrix, reads element by element. A grid-stride loop over the chunks.
 __global__ void pad_copy_kernel(const __half* __restrict__ source, int rows, int cols,
                                 __half* __restrict__ padded, int padded_rows, int padded_cols) {
   const int row_chunks = padded_cols / 8;
   const std::size_t chunks = static_cast<std::size_t>(padded_rows) * row_chunks;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::uintptr_t source_begin = reinterpret_cast<std::uintptr_t>(source);
+  const std::uintptr_t source_end =
+      source_begin + static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) * 2;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < chunks; i += stride) {
     const int row = static_cast<int>(i / row_chunks);
     const int first_col = static_cast<int>(i % row_chunks) * 8;
-    const uint4 chunk = load_chunk_predicated(
-        source + static_cast<std::ptrdiff_t>(row < rows ? row : 0) * cols, first_col, cols,
-        row < rows);
+    const __half* row_start = source + static_cast<std::ptrdiff_t>(row < rows ? row : 0) * cols;
+    const std::uintptr_t window = reinterpret_cast<std::uintptr_t>(row_start + first_col) &
+                                  ~std::uintptr_t{15};
+    uint4 chunk;
+    if (row < rows && first_col + 8 <= cols && window >= source_begin &&
+        window + 32 <= source_end) {
+      chunk = load_chunk_from_aligned_words(row_start + first_col);
+    } else {
+      chunk = load_chunk_predicated(row_start, first_col, cols, row < rows);
+    }
     reinterpret_cast<uint4*>(padded)[i] = chunk;
   }
 }

@@ -317,6 +317,20 @@ class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInter
     EXPECT_FALSE(contents.first_stray_write)
         << "the GEMM wrote outside its workspace of " << floats << " floats, at index "
         << contents.first_stray_write.value_or(0) << ". " << text;
+    // The wide tile with 2 .. kMaxClusterSplits splits adds its partials in a cluster
+    // (wgmma_split_k.h): where its wgmma kernel ran (K > 0, and aligned rows or room for the
+    // copies), the workspace's partial slices stay as they were.
+    const bool wgmma_ran = tile == BlockTile::wide && c.shape.K > 0 &&
+                           (padded_room || (c.shape.K % 8 == 0 && c.shape.N % 8 == 0));
+    if (wgmma_ran && splits >= 2 && splits <= course::gemm_shapes::kMaxClusterSplits) {
+      std::size_t written = 0;
+      for (std::size_t i = 0; i < partials; ++i) written += !course::is_poison(contents.values[i]);
+      EXPECT_EQ(written, 0u) << "M x N x K = " << course::to_string(c.shape) << ", " << splits
+                             << " splits of the wide tile: they must add their partials in "
+                                "their cluster, but " << written << " floats of the "
+                                "workspace's partials were written (wgmma_split_k.h, "
+                                "splits_reduce_in_cluster)";
+    }
     if (padded_room && c.shape.K > 0) {
       // Which path ran: the copies land after the partials exactly when a row of A or B does
       // not start on a 16-byte boundary (A and B are aligned here, so K or N decides).

@@ -15,6 +15,10 @@
 //     B, and a stage's rounds count from the split's first k-tile;
 //   * the epilogue writes C (one split) or, as it is, this split's slice of the workspace
 //     (several), as mma_split_k.h does;
+//   * or, for 2 .. kMaxClusterSplits splits, the splits of one tile run as one thread block
+//     cluster (a Hopper feature: blocks that run at the same time on nearby SMs and can read
+//     each other's shared memory) and add their partials there, with no workspace and no
+//     second kernel (reduce_in_cluster below);
 //   * float16 only (m2.08 has bfloat16 too), and the grid is (tiles, 1, splits).
 // The TMA reads rows whose length is a multiple of 16 bytes from 16-byte aligned addresses:
 // the launcher (gemm_shapes_given.cuh) hands it A and B where they are when they allow that,
@@ -27,6 +31,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cooperative_groups.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -55,6 +62,16 @@ constexpr int kStageBytes = kATileBytes + kBTileBytes;
 // The tiles, 1024-byte aligned (the 128-byte swizzle repeats every 8 rows), then the barriers.
 constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
 constexpr int kGroupRows = 16;  // course/block_order.h
+// The splits of one tile the launcher runs as a cluster: at most 8 blocks, the cluster size
+// every Hopper GPU guarantees (more needs an opt-in, and fewer clusters fit at once).
+constexpr int kMaxClusterSplits = gemm_shapes::kMaxClusterSplits;
+static_assert(kMaxClusterSplits <= 8, "8 blocks is the largest portable cluster");
+// A partial in shared memory: 128 rows of 256 floats, rows 264 floats apart. The 8 extra
+// floats (32 bytes) shift each row by 8 banks, so the 8 rows of one warp's 8-byte stores
+// hit every bank twice, the fewest passes for 256 bytes, instead of one 8-bank group 8 times.
+constexpr int kPartialPitch = kBlockN + 8;
+static_assert(kBlockM * kPartialPitch * 4 <= kStages * kStageBytes,
+              "a block's partial must fit in the shared memory its stages free");
 static_assert(kSharedBytes <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
 static_assert(kBlockM == gemm_shapes::block_m(gemm_shapes::BlockTile::wide) &&
                   kBlockN == gemm_shapes::block_n(gemm_shapes::BlockTile::wide) &&
@@ -62,9 +79,107 @@ static_assert(kBlockM == gemm_shapes::block_m(gemm_shapes::BlockTile::wide) &&
                                                  gemm_shapes::Precision::fp16),
               "the chooser's wide tile (gemm_shapes.h) is this kernel's tile");
 
+struct TileOrigin {
+  int row, col;  // the block tile's first row and column in C
+};
+
+#if defined(COURSE_HAVE_WGMMA)
+// The epilogue of a tile whose splits run as one cluster (cluster dimensions 1 x 1 x splits:
+// block rank s of the cluster is split s). Every thread of every block calls it: the
+// consumers with their accumulators, the producer's with nullptr.
+//  1. Each block writes its partial, 128 x 256 floats, into its own shared memory, which its
+//     pipeline stages no longer need once every wgmma has read them (the __syncthreads).
+//  2. cluster.sync(): every block's partial is written and visible to the whole cluster.
+//  3. Block s adds rows [s * 128 / splits, (s + 1) * 128 / splits) of the tile: for each
+//     element, the partials of split 0, 1, 2, ... read from each block's shared memory
+//     (map_shared_rank gives the address of the same variable in another block of the
+//     cluster), in that order, in float32, from 0: the additions of reduce_splits_kernel, in
+//     the same order, so the same bits on every run. Then alpha and beta, and C is written
+//     with 16-byte stores along rows, which coalesce.
+//  4. cluster.sync() again: no block may finish, and free its shared memory, while another
+//     still reads its partial.
+__device__ __forceinline__ void reduce_in_cluster(const float* acc, unsigned char* shared,
+                                                  TileOrigin tile, int M, int N, float alpha,
+                                                  float beta, float* __restrict__ C) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  auto* partial = reinterpret_cast<float*>(shared);
+  __syncthreads();  // every consumer is past its last wgmma: the stages are free
+  const int thread = static_cast<int>(threadIdx.x) - 128;  // consumers: 0 .. 255
+  if (acc != nullptr) {
+    // m2.08's accumulator layout (see the epilogue below): rows of this thread's warp, pairs
+    // of columns every 8.
+    const int consumer = thread / 128, warp = (thread % 128) / 32, lane = thread % 32;
+    const int row = consumer * 64 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+      const int col = j * 8 + (lane % 4) * 2;
+      *reinterpret_cast<float2*>(&partial[row * kPartialPitch + col]) =
+          make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(&partial[(row + 8) * kPartialPitch + col]) =
+          make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+  cluster.sync();
+  if (acc != nullptr) {
+    const int splits = static_cast<int>(cluster.num_blocks());
+    const int split = static_cast<int>(cluster.block_rank());
+    const int first_row = split * kBlockM / splits, end_row = (split + 1) * kBlockM / splits;
+    const bool vector_stores = N % 4 == 0 && reinterpret_cast<std::uintptr_t>(C) % 16 == 0;
+    // Every split's partial, as this block sees it (map_shared_rank: the same variable in
+    // block `s` of the cluster).
+    const float* partials[kMaxClusterSplits];
+#pragma unroll
+    for (int s = 0; s < kMaxClusterSplits; ++s)
+      partials[s] = cluster.map_shared_rank(partial, s < splits ? s : 0);
+    constexpr int kQuads = kBlockN / 4;  // 4 floats each
+    for (int i = first_row * kQuads + thread; i < end_row * kQuads; i += 256) {
+      const int r = i / kQuads, c = (i % kQuads) * 4;
+      // All the loads first, then the sums: the reads of another SM's shared memory travel
+      // together instead of one round trip per split.
+      float4 parts[kMaxClusterSplits];
+#pragma unroll
+      for (int s = 0; s < kMaxClusterSplits; ++s) {
+        if (s < splits)
+          parts[s] = *reinterpret_cast<const float4*>(&partials[s][r * kPartialPitch + c]);
+      }
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int s = 0; s < kMaxClusterSplits; ++s) {
+        if (s < splits) {
+          sum.x += parts[s].x;
+          sum.y += parts[s].y;
+          sum.z += parts[s].z;
+          sum.w += parts[s].w;
+        }
+      }
+      const int row = tile.row + r, col = tile.col + c;
+      if (row >= M || col >= N) continue;
+      float* out = C + static_cast<std::ptrdiff_t>(row) * N + col;
+      const float sums[4] = {sum.x, sum.y, sum.z, sum.w};
+      if (vector_stores) {  // N % 4 == 0: the 4 columns are all inside
+        float4 value = make_float4(alpha * sum.x, alpha * sum.y, alpha * sum.z, alpha * sum.w);
+        if (beta != 0.0f) {
+          const float4 old = *reinterpret_cast<const float4*>(out);
+          value = make_float4(alpha * sum.x + beta * old.x, alpha * sum.y + beta * old.y,
+                              alpha * sum.z + beta * old.z, alpha * sum.w + beta * old.w);
+        }
+        *reinterpret_cast<float4*>(out) = value;
+      } else {
+        for (int e = 0; e < 4 && col + e < N; ++e)
+          out[e] = beta == 0.0f ? alpha * sums[e] : alpha * sums[e] + beta * out[e];
+      }
+    }
+  }
+  cluster.sync();
+}
+#endif
+
 // A: M x K, B: K x ldb, both float16, behind the tensor maps; C: M x N float32. K and ldb are
 // multiples of 8 (the TMA's rows), ldb >= N; the TMA delivers zeros outside A and B, so edge
-// tiles need no code.
+// tiles need no code. kSplitsInCluster: the grid's z dimension (the splits) is one cluster,
+// which adds the partials itself (reduce_in_cluster); the workspace is not touched.
+template <bool kSplitsInCluster>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_split_k_kernel(const __grid_constant__ CUtensorMap a_map,
                          const __grid_constant__ CUtensorMap b_map, int M, int N, int K,
@@ -117,6 +232,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+    // With the cluster's reduction, the producer's threads stay for its barriers (they hold
+    // 40 registers now, so they only wait there; the consumers do the sums).
+    if constexpr (kSplitsInCluster) {
+      reduce_in_cluster(nullptr, base, TileOrigin{block_m, block_n}, M, N, alpha, beta, C);
+    }
     return;
   }
 
@@ -151,6 +271,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < 128; ++i) hw::fence_accumulator(acc[i]);
 
+  if constexpr (kSplitsInCluster) {
+    reduce_in_cluster(acc, base, TileOrigin{block_m, block_n}, M, N, alpha, beta, C);
+    return;
+  }
   // m2.08's epilogue, into C (one split) or, as it is, into this split's workspace slice (an
   // empty split writes its zeros there).
   float* out = C;
@@ -186,8 +310,63 @@ struct ThisFile {};
 inline bool sm90a_code_loaded() { return hw::sm90a_code_loaded<ThisFile>(); }
 }  // namespace
 
+// A launch of `grid` in clusters of 1 x 1 x splits blocks (a launch attribute: the size is
+// the plan's, not the kernel's). `attribute` must outlive the launch call.
+inline cudaLaunchConfig_t cluster_config(dim3 grid, int splits, cudaStream_t stream,
+                                         cudaLaunchAttribute& attribute) {
+  attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = 1;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = static_cast<unsigned>(splits);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kSharedBytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+// How many clusters of `splits` blocks of this kernel (one SM each: its shared memory) the
+// current GPU runs at once. The blocks of a cluster must share one group of SMs (a GPC), so
+// this can be less than SMs / splits: SMs left over in each group stay out of clusters.
+// Asked once per device and split count, without a launch; 0 outside 2 .. kMaxClusterSplits.
+inline int concurrent_clusters(int splits) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> answers[kMaxDevices][kMaxClusterSplits + 1];  // count + 1; 0: not asked
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 0 || device >= kMaxDevices || splits < 2 || splits > kMaxClusterSplits) return 0;
+  std::atomic<int>& answer = answers[device][splits];
+  if (answer.load() == 0) {
+    allow_dynamic_shared_memory(wgmma_split_k_kernel<true>, kSharedBytes, "wgmma_split_k");
+    cudaLaunchAttribute cluster;
+    const cudaLaunchConfig_t config =
+        cluster_config(dim3(1, 1, static_cast<unsigned>(splits)), splits, nullptr, cluster);
+    int clusters = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, wgmma_split_k_kernel<true>, &config));
+    answer.store(clusters + 1);
+  }
+  return answer.load() - 1;
+}
+
+// True when launch() runs the splits of each M x N tile as one cluster that adds the
+// partials itself (then the workspace is not touched and no reduction kernel follows): 2 ..
+// kMaxClusterSplits splits, and every tile's cluster running at once. A cluster that has to
+// wait for another to finish would hold its SMs idle until all its blocks can start: with
+// more clusters than fit, the partials go to the workspace. A function of the arguments and
+// the GPU: the same call always takes the same path.
+inline bool splits_reduce_in_cluster(int splits, int M, int N) {
+  if (splits < 2 || splits > kMaxClusterSplits || !sm90a_code_loaded()) return false;
+  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
+  return tiles <= concurrent_clusters(splits);
+}
+
 // Runs the kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte boundaries (k and
-// ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per tile along z.
+// ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per tile along z,
+// which one cluster holds where splits_reduce_in_cluster(splits, M, N).
 // The caller has checked the GPU (wide_tile_runs_here) and the workspace.
 inline void launch(const char* function, int splits, int M, int N, int k, float alpha,
                    const __half* A, const __half* B, int ldb, float beta, float* C,
@@ -201,10 +380,20 @@ inline void launch(const char* function, int splits, int M, int N, int k, float 
       hw::make_tensor_map_2d(B, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(k),
                              static_cast<std::uint64_t>(ldb), kBlockK, kBoxN);
   const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
-  allow_dynamic_shared_memory(wgmma_split_k_kernel, kSharedBytes, function);
-  wgmma_split_k_kernel<<<dim3(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits)),
-                         kThreads, kSharedBytes, stream>>>(a_map, b_map, M, N, k, alpha, beta, C,
-                                                           workspace);
+  const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits));
+  if (!splits_reduce_in_cluster(splits, M, N)) {
+    allow_dynamic_shared_memory(wgmma_split_k_kernel<false>, kSharedBytes, function);
+    wgmma_split_k_kernel<false><<<grid, kThreads, kSharedBytes, stream>>>(
+        a_map, b_map, M, N, k, alpha, beta, C, workspace);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  // The splits of a tile as one cluster.
+  allow_dynamic_shared_memory(wgmma_split_k_kernel<true>, kSharedBytes, function);
+  cudaLaunchAttribute cluster;
+  const cudaLaunchConfig_t config = cluster_config(grid, splits, stream, cluster);
+  CUDA_CHECK(cudaLaunchKernelEx(&config, wgmma_split_k_kernel<true>, a_map, b_map, M, N, k, alpha,
+                                beta, C, workspace));
   CUDA_CHECK_LAUNCH();
 }
 
