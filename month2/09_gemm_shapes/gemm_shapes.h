@@ -118,10 +118,10 @@ inline std::size_t workspace_floats(const GemmPlan& plan, int M, int N) {
 // start on a 128-byte boundary wherever the workspace starts.
 //
 // padded_row_length: rounded up to 8 halves (16 bytes), and rows of 512 halves or more to 64
-// (a whole 128-byte line, at most 1/8 more). A row pitch of 16 bytes but not 128 starts most
-// rows partway into a 128-byte line, so every row of a tile the kernels load touches one
-// more 32-byte sector (cp.async) or one more line (the TMA) than the same row of an aligned
-// matrix: README.md, "Odd sizes", measures what that costs.
+// (a whole 128-byte line, at most 1/8 more). A row pitch that is a multiple of 16 bytes but
+// not of 128 starts most rows partway into a 128-byte line, and such a row of a tile the
+// kernels load touches one more 32-byte sector (cp.async) or one more line (the TMA) than
+// the same row of an aligned matrix (README.md, "Odd sizes on the tensor cores").
 inline constexpr int kMaxPaddedLength = INT_MAX - 64;  // longer rows are never copied
 inline int padded_row_length(int length) {
   const int to_16_bytes = (length + 7) / 8 * 8;
