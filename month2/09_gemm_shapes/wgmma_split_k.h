@@ -31,8 +31,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cooperative_groups.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -89,20 +87,18 @@ struct TileOrigin {
 // consumers with their accumulators, the producer's with nullptr.
 //  1. Each block writes its partial, 128 x 256 floats, into its own shared memory, which its
 //     pipeline stages no longer need once every wgmma has read them (the __syncthreads).
-//  2. cluster.sync(): every block's partial is written and visible to the whole cluster.
+//  2. cluster_sync(): every block's partial is written and visible to the whole cluster.
 //  3. Block s adds rows [s * 128 / splits, (s + 1) * 128 / splits) of the tile: for each
 //     element, the partials of split 0, 1, 2, ... read from each block's shared memory
-//     (map_shared_rank gives the address of the same variable in another block of the
+//     (cluster_shared_address gives the address of the same variable in another block of the
 //     cluster), in that order, in float32, from 0: the additions of reduce_splits_kernel, in
 //     the same order, so the same bits on every run. Then alpha and beta, and C is written
 //     with 16-byte stores along rows, which coalesce.
-//  4. cluster.sync() again: no block may finish, and free its shared memory, while another
+//  4. cluster_sync() again: no block may finish, and free its shared memory, while another
 //     still reads its partial.
 __device__ __forceinline__ void reduce_in_cluster(const float* acc, unsigned char* shared,
                                                   TileOrigin tile, int M, int N, float alpha,
                                                   float beta, float* __restrict__ C) {
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
   auto* partial = reinterpret_cast<float*>(shared);
   __syncthreads();  // every consumer is past its last wgmma: the stages are free
   const int thread = static_cast<int>(threadIdx.x) - 128;  // consumers: 0 .. 255
@@ -120,18 +116,18 @@ __device__ __forceinline__ void reduce_in_cluster(const float* acc, unsigned cha
           make_float2(acc[4 * j + 2], acc[4 * j + 3]);
     }
   }
-  cluster.sync();
+  hw::cluster_sync();
   if (acc != nullptr) {
-    const int splits = static_cast<int>(cluster.num_blocks());
-    const int split = static_cast<int>(cluster.block_rank());
+    const int splits = hw::cluster_blocks();
+    const int split = hw::cluster_block_rank();
     const int first_row = split * kBlockM / splits, end_row = (split + 1) * kBlockM / splits;
     const bool vector_stores = N % 4 == 0 && reinterpret_cast<std::uintptr_t>(C) % 16 == 0;
-    // Every split's partial, as this block sees it (map_shared_rank: the same variable in
-    // block `s` of the cluster).
-    const float* partials[kMaxClusterSplits];
+    // Every split's partial, as this block reaches it: the same variable in block s of the
+    // cluster.
+    std::uint32_t partials[kMaxClusterSplits];
 #pragma unroll
     for (int s = 0; s < kMaxClusterSplits; ++s)
-      partials[s] = cluster.map_shared_rank(partial, s < splits ? s : 0);
+      partials[s] = hw::cluster_shared_address(partial, s < splits ? s : 0);
     constexpr int kQuads = kBlockN / 4;  // 4 floats each
     for (int i = first_row * kQuads + thread; i < end_row * kQuads; i += 256) {
       const int r = i / kQuads, c = (i % kQuads) * 4;
@@ -141,7 +137,7 @@ __device__ __forceinline__ void reduce_in_cluster(const float* acc, unsigned cha
 #pragma unroll
       for (int s = 0; s < kMaxClusterSplits; ++s) {
         if (s < splits)
-          parts[s] = *reinterpret_cast<const float4*>(&partials[s][r * kPartialPitch + c]);
+          parts[s] = hw::load_cluster_float4(partials[s] + (r * kPartialPitch + c) * 4);
       }
       float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
@@ -171,7 +167,7 @@ __device__ __forceinline__ void reduce_in_cluster(const float* acc, unsigned cha
       }
     }
   }
-  cluster.sync();
+  hw::cluster_sync();
 }
 #endif
 

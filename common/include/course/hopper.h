@@ -254,6 +254,66 @@ __device__ __forceinline__ void copy_tile_async(void* destination, const CUtenso
 #endif
 }
 
+// --- Device: thread block clusters ----------------------------------------------------------
+// A cluster is a group of blocks that the GPU starts together on SMs of one GPC; each block
+// can read the others' shared memory ("distributed shared memory"). The cluster's size is a
+// launch attribute (cudaLaunchAttributeClusterDimension). Every thread of every block of
+// the cluster must call cluster_sync(), all threads of a warp together.
+
+// A barrier for the whole cluster: shared-memory writes before it, in any of its blocks, are
+// visible after it to every thread of the cluster (arrive has release, wait acquire
+// semantics).
+__device__ __forceinline__ void cluster_sync() {
+#if defined(COURSE_HAVE_TMA)
+  asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+#endif
+}
+
+// This block's rank in its cluster (0 .. cluster_blocks() - 1), and the cluster's size.
+__device__ __forceinline__ int cluster_block_rank() {
+  std::uint32_t rank = 0;
+#if defined(COURSE_HAVE_TMA)
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+#endif
+  return static_cast<int>(rank);
+}
+__device__ __forceinline__ int cluster_blocks() {
+  std::uint32_t blocks = 1;
+#if defined(COURSE_HAVE_TMA)
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(blocks));
+#endif
+  return static_cast<int>(blocks);
+}
+
+// The address, in the cluster's shared memory window, of this block's shared variable at
+// `pointer` as it lies in block `rank` of the cluster (every block has the same layout).
+__device__ __forceinline__ std::uint32_t cluster_shared_address(const void* pointer, int rank) {
+  std::uint32_t address = 0;
+#if defined(COURSE_HAVE_TMA)
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(address)
+               : "r"(smem(pointer)), "r"(static_cast<std::uint32_t>(rank)));
+#else
+  (void)pointer;
+  (void)rank;
+#endif
+  return address;
+}
+
+// 16 bytes from an address that cluster_shared_address gave (any block of the cluster).
+__device__ __forceinline__ float4 load_cluster_float4(std::uint32_t address) {
+  float4 value = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if defined(COURSE_HAVE_TMA)
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(value.x), "=f"(value.y), "=f"(value.z), "=f"(value.w)
+               : "r"(address)
+               : "memory");
+#else
+  (void)address;
+#endif
+  return value;
+}
+
 // --- Device: wgmma -------------------------------------------------------------------------
 
 // The matrix descriptor of a tile in shared memory, swizzled in 128-byte rows (as the TMA
