@@ -83,10 +83,10 @@ struct TileOrigin {
 
 #if defined(COURSE_HAVE_WGMMA)
 // The epilogue of a tile whose splits run as one cluster (cluster dimensions 1 x 1 x splits:
-// block rank s of the cluster is split s). Every thread of every block calls it: the
-// consumers with their accumulators, the producer's with nullptr.
-//  1. Each block writes its partial, 128 x 256 floats, into its own shared memory, which its
-//     pipeline stages no longer need once every wgmma has read them (the __syncthreads).
+// block rank s of the cluster is split s), called by the consumer threads of every block;
+// the producer's threads meet them at the two cluster_syncs (the kernel).
+//  1. (Before, in the kernel.) Each block has written its partial, 128 x 256 floats, into
+//     its own shared memory, which its stages no longer need once every wgmma has read them.
 //  2. cluster_sync(): every block's partial is written and visible to the whole cluster.
 //  3. Block s adds rows [s * 128 / splits, (s + 1) * 128 / splits) of the tile: for each
 //     element, the partials of split 0, 1, 2, ... read from each block's shared memory
@@ -96,28 +96,13 @@ struct TileOrigin {
 //     with 16-byte stores along rows, which coalesce.
 //  4. cluster_sync() again: no block may finish, and free its shared memory, while another
 //     still reads its partial.
-__device__ __forceinline__ void reduce_in_cluster(const float* acc, unsigned char* shared,
+__device__ __forceinline__ void reduce_in_cluster(unsigned char* shared,
                                                   TileOrigin tile, int M, int N, float alpha,
                                                   float beta, float* __restrict__ C) {
   auto* partial = reinterpret_cast<float*>(shared);
-  __syncthreads();  // every consumer is past its last wgmma: the stages are free
   const int thread = static_cast<int>(threadIdx.x) - 128;  // consumers: 0 .. 255
-  if (acc != nullptr) {
-    // m2.08's accumulator layout (see the epilogue below): rows of this thread's warp, pairs
-    // of columns every 8.
-    const int consumer = thread / 128, warp = (thread % 128) / 32, lane = thread % 32;
-    const int row = consumer * 64 + warp * 16 + lane / 4;
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j) {
-      const int col = j * 8 + (lane % 4) * 2;
-      *reinterpret_cast<float2*>(&partial[row * kPartialPitch + col]) =
-          make_float2(acc[4 * j], acc[4 * j + 1]);
-      *reinterpret_cast<float2*>(&partial[(row + 8) * kPartialPitch + col]) =
-          make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-    }
-  }
   hw::cluster_sync();
-  if (acc != nullptr) {
+  {
     const int splits = hw::cluster_blocks();
     const int split = hw::cluster_block_rank();
     const int first_row = split * kBlockM / splits, end_row = (split + 1) * kBlockM / splits;
@@ -228,10 +213,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    // With the cluster's reduction, the producer's threads stay for its barriers (they hold
-    // 40 registers now, so they only wait there; the consumers do the sums).
+    // With the cluster's reduction, the producer's threads still take part in its barriers:
+    // the __syncthreads before the consumers write their partials, and reduce_in_cluster's
+    // two cluster_syncs. Only those: after release_registers, 40 registers are all they have.
     if constexpr (kSplitsInCluster) {
-      reduce_in_cluster(nullptr, base, TileOrigin{block_m, block_n}, M, N, alpha, beta, C);
+      __syncthreads();
+      hw::cluster_sync();
+      hw::cluster_sync();
     }
     return;
   }
@@ -268,7 +256,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 128; ++i) hw::fence_accumulator(acc[i]);
 
   if constexpr (kSplitsInCluster) {
-    reduce_in_cluster(acc, base, TileOrigin{block_m, block_n}, M, N, alpha, beta, C);
+    // This split's partial into this block's shared memory, in m2.08's accumulator layout
+    // (the epilogue below), rows kPartialPitch floats apart; then the cluster adds.
+    __syncthreads();  // every consumer is past its last wgmma: the stages are free
+    auto* partial = reinterpret_cast<float*>(base);
+    const int lane = thread % 32;
+    const int row = consumer * 64 + (thread / 32) * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+      const int col = j * 8 + (lane % 4) * 2;
+      *reinterpret_cast<float2*>(&partial[row * kPartialPitch + col]) =
+          make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(&partial[(row + 8) * kPartialPitch + col]) =
+          make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    reduce_in_cluster(base, TileOrigin{block_m, block_n}, M, N, alpha, beta, C);
     return;
   }
   // m2.08's epilogue, into C (one split) or, as it is, into this split's workspace slice (an
