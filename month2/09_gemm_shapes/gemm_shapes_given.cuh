@@ -165,19 +165,20 @@ void launch_hgemm_wide(const char* function, int splits, int M, int N, int K, fl
              : "which needs a Hopper GPU (compute capability 9.0: H100, H200)") +
         "; plan with choose_gemm_plan(..., wide_tile_runs_here())");
   }
+  bool reduced = false;  // the kernel added its splits in clusters
   const bool ran =
       K > 0 && run_on_aligned_operands(function, splits, M, N, K, A, B, workspace,
                                        workspace_floats, stream,
                                        [&](int k, const __half* a, const __half* b, int ldb) {
-                                         wgmma_split_k::launch(function, splits, M, N, k, alpha,
-                                                               a, b, ldb, beta, C, workspace,
-                                                               stream);
+                                         reduced = wgmma_split_k::launch(
+                                             function, splits, M, N, k, alpha, a, b, ldb, beta,
+                                             C, workspace, stream);
                                        });
   if (!ran) {
     launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
         function, splits, M, N, K, alpha, A, B, beta, C, workspace, workspace_floats, stream);
   }
-  if (splits > 1 && !(ran && wgmma_split_k::splits_reduce_in_cluster(splits, M, N)))
+  if (splits > 1 && !reduced)
     launch_reduce(function, M, N, splits, workspace, alpha, beta, C, stream);
 }
 

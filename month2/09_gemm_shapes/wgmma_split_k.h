@@ -102,54 +102,52 @@ __device__ __forceinline__ void reduce_in_cluster(unsigned char* shared,
   auto* partial = reinterpret_cast<float*>(shared);
   const int thread = static_cast<int>(threadIdx.x) - 128;  // consumers: 0 .. 255
   hw::cluster_sync();
-  {
-    const int splits = hw::cluster_blocks();
-    const int split = hw::cluster_block_rank();
-    const int first_row = split * kBlockM / splits, end_row = (split + 1) * kBlockM / splits;
-    const bool vector_stores = N % 4 == 0 && reinterpret_cast<std::uintptr_t>(C) % 16 == 0;
-    // Every split's partial, as this block reaches it: the same variable in block s of the
-    // cluster.
-    std::uint32_t partials[kMaxClusterSplits];
+  const int splits = hw::cluster_blocks();
+  const int split = hw::cluster_block_rank();
+  const int first_row = split * kBlockM / splits, end_row = (split + 1) * kBlockM / splits;
+  const bool vector_stores = N % 4 == 0 && reinterpret_cast<std::uintptr_t>(C) % 16 == 0;
+  // Every split's partial, as this block reaches it: the same variable in block s of the
+  // cluster.
+  std::uint32_t partials[kMaxClusterSplits];
 #pragma unroll
-    for (int s = 0; s < kMaxClusterSplits; ++s)
-      partials[s] = hw::cluster_shared_address(partial, s < splits ? s : 0);
-    constexpr int kQuads = kBlockN / 4;  // 4 floats each
-    for (int i = first_row * kQuads + thread; i < end_row * kQuads; i += 256) {
-      const int r = i / kQuads, c = (i % kQuads) * 4;
-      // All the loads first, then the sums: the reads of another SM's shared memory travel
-      // together instead of one round trip per split.
-      float4 parts[kMaxClusterSplits];
+  for (int s = 0; s < kMaxClusterSplits; ++s)
+    partials[s] = hw::cluster_shared_address(partial, s < splits ? s : 0);
+  constexpr int kQuads = kBlockN / 4;  // 4 floats each
+  for (int i = first_row * kQuads + thread; i < end_row * kQuads; i += 256) {
+    const int r = i / kQuads, c = (i % kQuads) * 4;
+    // All the loads first, then the sums: the reads of another SM's shared memory travel
+    // together instead of one round trip per split.
+    float4 parts[kMaxClusterSplits];
 #pragma unroll
-      for (int s = 0; s < kMaxClusterSplits; ++s) {
-        if (s < splits)
-          parts[s] = hw::load_cluster_float4(partials[s] + (r * kPartialPitch + c) * 4);
-      }
-      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < kMaxClusterSplits; ++s) {
+      if (s < splits)
+        parts[s] = hw::load_cluster_float4(partials[s] + (r * kPartialPitch + c) * 4);
+    }
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-      for (int s = 0; s < kMaxClusterSplits; ++s) {
-        if (s < splits) {
-          sum.x += parts[s].x;
-          sum.y += parts[s].y;
-          sum.z += parts[s].z;
-          sum.w += parts[s].w;
-        }
+    for (int s = 0; s < kMaxClusterSplits; ++s) {
+      if (s < splits) {
+        sum.x += parts[s].x;
+        sum.y += parts[s].y;
+        sum.z += parts[s].z;
+        sum.w += parts[s].w;
       }
-      const int row = tile.row + r, col = tile.col + c;
-      if (row >= M || col >= N) continue;
-      float* out = C + static_cast<std::ptrdiff_t>(row) * N + col;
-      const float sums[4] = {sum.x, sum.y, sum.z, sum.w};
-      if (vector_stores) {  // N % 4 == 0: the 4 columns are all inside
-        float4 value = make_float4(alpha * sum.x, alpha * sum.y, alpha * sum.z, alpha * sum.w);
-        if (beta != 0.0f) {
-          const float4 old = *reinterpret_cast<const float4*>(out);
-          value = make_float4(alpha * sum.x + beta * old.x, alpha * sum.y + beta * old.y,
-                              alpha * sum.z + beta * old.z, alpha * sum.w + beta * old.w);
-        }
-        *reinterpret_cast<float4*>(out) = value;
-      } else {
-        for (int e = 0; e < 4 && col + e < N; ++e)
-          out[e] = beta == 0.0f ? alpha * sums[e] : alpha * sums[e] + beta * out[e];
+    }
+    const int row = tile.row + r, col = tile.col + c;
+    if (row >= M || col >= N) continue;
+    float* out = C + static_cast<std::ptrdiff_t>(row) * N + col;
+    const float sums[4] = {sum.x, sum.y, sum.z, sum.w};
+    if (vector_stores) {  // N % 4 == 0: the 4 columns are all inside
+      float4 value = make_float4(alpha * sum.x, alpha * sum.y, alpha * sum.z, alpha * sum.w);
+      if (beta != 0.0f) {
+        const float4 old = *reinterpret_cast<const float4*>(out);
+        value = make_float4(alpha * sum.x + beta * old.x, alpha * sum.y + beta * old.y,
+                            alpha * sum.z + beta * old.z, alpha * sum.w + beta * old.w);
       }
+      *reinterpret_cast<float4*>(out) = value;
+    } else {
+      for (int e = 0; e < 4 && col + e < N; ++e)
+        out[e] = beta == 0.0f ? alpha * sums[e] : alpha * sums[e] + beta * out[e];
     }
   }
   hw::cluster_sync();
@@ -364,9 +362,11 @@ inline bool splits_reduce_in_cluster(int splits, int M, int N) {
 
 // Runs the kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte boundaries (k and
 // ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per tile along z,
-// which one cluster holds where splits_reduce_in_cluster(splits, M, N).
+// which one cluster holds where splits_reduce_in_cluster(splits, M, N). Returns true when the
+// kernel added the splits' partials itself (C is final), false when they are in the
+// workspace for the reduction kernel (splits > 1) or C is final already (splits == 1).
 // The caller has checked the GPU (wide_tile_runs_here) and the workspace.
-inline void launch(const char* function, int splits, int M, int N, int k, float alpha,
+inline bool launch(const char* function, int splits, int M, int N, int k, float alpha,
                    const __half* A, const __half* B, int ldb, float beta, float* C,
                    float* workspace, cudaStream_t stream) {
   // A in boxes of 128 rows x 64 columns; B in boxes of 64 rows (K) x 64 columns (N). Built
@@ -384,7 +384,7 @@ inline void launch(const char* function, int splits, int M, int N, int k, float 
     wgmma_split_k_kernel<false><<<grid, kThreads, kSharedBytes, stream>>>(
         a_map, b_map, M, N, k, alpha, beta, C, workspace);
     CUDA_CHECK_LAUNCH();
-    return;
+    return false;
   }
   // The splits of a tile as one cluster.
   allow_dynamic_shared_memory(wgmma_split_k_kernel<true>, kSharedBytes, function);
@@ -393,6 +393,7 @@ inline void launch(const char* function, int splits, int M, int N, int k, float 
   CUDA_CHECK(cudaLaunchKernelEx(&config, wgmma_split_k_kernel<true>, a_map, b_map, M, N, k, alpha,
                                 beta, C, workspace));
   CUDA_CHECK_LAUNCH();
+  return true;
 }
 
 }  // namespace course::COURSE_IMPL::wgmma_split_k
