@@ -36,13 +36,33 @@ enum class Precision { fp32, fp16 };
 //                      loop (wgmma_split_k.h), which mma.sync cannot keep up with there. Its
 //                      4 stages of 48 KiB fill a multiprocessor's shared memory: one block
 //                      per SM.
-enum class BlockTile { square, skinny, wide };
+//   half_wide 128 x 128: the same kernel at half the width, for shapes with too few wide
+//                      tiles to fill the GPU (a batch of 128 rows: 16 wide tiles of 4096
+//                      columns, 32 half-wide ones). One block per SM too (its registers).
+enum class BlockTile { square, skinny, wide, half_wide };
+
+// The tiles of m2.08's wgmma kernel (a Hopper built with sm_90a only).
+__host__ __device__ constexpr bool is_wgmma_tile(BlockTile tile) {
+  return tile == BlockTile::wide || tile == BlockTile::half_wide;
+}
+
+// The tile's name, for messages and benchmark rows.
+inline const char* tile_name(BlockTile tile) {
+  switch (tile) {
+    case BlockTile::square: return "square";
+    case BlockTile::skinny: return "skinny";
+    case BlockTile::wide: return "wide";
+    case BlockTile::half_wide: return "half_wide";
+  }
+  return "unknown";
+}
 
 inline constexpr int kSquareBlockM = 128;
 inline constexpr int kSkinnyBlockM = 32;
 inline constexpr int kWideBlockM = 128;
 inline constexpr int kBlockN = 128;           // the square and skinny tiles
 inline constexpr int kWideBlockN = 256;       // the wide tile
+inline constexpr int kHalfWideBlockN = 128;   // the half-wide tile
 inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
@@ -54,41 +74,44 @@ inline constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
 
 __host__ __device__ constexpr int block_m(BlockTile tile) {
   return tile == BlockTile::skinny ? kSkinnyBlockM
-                                   : (tile == BlockTile::wide ? kWideBlockM : kSquareBlockM);
+                                   : (is_wgmma_tile(tile) ? kWideBlockM : kSquareBlockM);
 }
 __host__ __device__ constexpr int block_n(BlockTile tile) {
-  return tile == BlockTile::wide ? kWideBlockN : kBlockN;
+  return tile == BlockTile::wide ? kWideBlockN
+                                 : (tile == BlockTile::half_wide ? kHalfWideBlockN : kBlockN);
 }
 
 // The depth of one k-tile, the unit a split's K range is counted in: 16 for m2.05's float32
 // main loop, 32 for m2.07's float16 one, 64 for m2.08's wgmma one (the wide tile: 64 halves
-// are one 128-byte row of the TMA's swizzled tiles).
+// are one 128-byte row of the TMA's swizzled tiles; the half-wide tile too).
 __host__ __device__ constexpr int k_tile(BlockTile tile, Precision precision) {
-  return precision == Precision::fp32 ? 16 : (tile == BlockTile::wide ? 64 : 32);
+  return precision == Precision::fp32 ? 16 : (is_wgmma_tile(tile) ? 64 : 32);
 }
 
-// True for a tile of which one block fills a multiprocessor (the wide one): there, a grid of
-// one block more than the SMs runs in two waves, the second with one block. The square and
+// True for a tile of which one block fills a multiprocessor (the wgmma ones: 384 threads that
+// claim 232 registers each in the consumers, and stages of 48 or 32 KiB): there, a grid of one
+// block more than the SMs runs in two waves, the second with one block. The square and
 // skinny tiles fit two or more blocks per SM, so a few blocks over the SMs still run at once.
 __host__ __device__ constexpr bool tile_fills_multiprocessor(BlockTile tile) {
-  return tile == BlockTile::wide;
+  return is_wgmma_tile(tile);
 }
 
 // The blocks of a tile that one multiprocessor runs at the same time, as the chooser counts
-// them: one wide block; two square or skinny ones (a square block is 128 threads of about 240
-// registers, 30,000 of an SM's 65,536, and a skinny one less), so a GPU with 132 SMs runs 264
-// of those in one wave.
+// them: one wide or half-wide block; two square or skinny ones (a square block is 128 threads
+// of about 240 registers, 30,000 of an SM's 65,536, and a skinny one less), so a GPU with 132
+// SMs runs 264 of those in one wave.
 __host__ __device__ constexpr int blocks_per_multiprocessor(BlockTile tile) {
   return tile_fills_multiprocessor(tile) ? 1 : 2;
 }
 
 // The fewest k-tiles a split runs: a shorter split spends its time filling and draining the
 // pipeline and writing its partial C. 2 for the square and skinny tiles (32 deep in float32,
-// 64 in float16), 16 for the wide one (1024 deep: its four-stage pipeline takes longer to
-// fill, and each of its partials is a 128 x 256 block of floats to write and add again).
-// Both are measured: m2_09_gemm_shapes_sweep's rows on the H200 (README.md, "The chooser").
+// 64 in float16), 16 for the wgmma ones (1024 deep: their four-stage pipeline takes longer to
+// fill, and each of their partials is a 128 x 256 or 128 x 128 block of floats to write and
+// add again). Both are measured: m2_09_gemm_shapes_sweep's rows on the H200 (README.md, "The
+// chooser").
 __host__ __device__ constexpr int min_k_tiles_per_split(BlockTile tile) {
-  return tile == BlockTile::wide ? 16 : 2;
+  return is_wgmma_tile(tile) ? 16 : 2;
 }
 
 // How to run one GEMM: which block tile, and into how many ranges of K (splits) the grid's z
@@ -145,12 +168,38 @@ inline bool half_operands_aligned(int N, int K, const void* A, const void* B) {
   return K == 0 || (half_rows_aligned(A, K) && half_rows_aligned(B, N));
 }
 
+// The wgmma tiles only: whether hgemm_planned copies B, although its rows are aligned (the
+// TMA could read them where they are), to a pitch of whole 128-byte lines all the same. The
+// TMA reads each row of a box 128 bytes at a time; rows 16 bytes apart but not 32 (N = 8 mod
+// 16, or B 16 but not 32-byte aligned) start every other row in the middle of a 32-byte
+// sector, five sectors for four sectors' worth of data. The copy costs a read and a write of
+// B, once; the kernel reads B once per row of tiles, so the copy pays where those are many.
+// Measured on the H200 with the sweep (m2_09_gemm_shapes_sweep --shapes=...,
+// --benchmark_filter=wide_splits1): 3000 x 5000 x 2000 ran well behind 3072 x 5120 x 2000,
+// whose B rows are whole sectors, on the same number of tiles; the copy won that back with 16
+// rows of tiles or more (2048 x 5000 x 2000) and lost with 8 (1024 x 5000 x 2000). A's rows,
+// read once per column of tiles, are left as they are: copying A means copying B too, for
+// the zero rows under A's padding, and 3072 x 5120 x 2008 ran slower that way. A row shorter
+// than 512 halves is padded to 8 halves only, so its copy would start mid-sector too.
+inline constexpr int kMinReadsToRepitch = 16;
+inline bool half_rows_sector_aligned(const void* matrix, int row_length) {
+  return row_length % 16 == 0 && is_aligned(matrix, 32);
+}
+inline bool repitches_b(BlockTile tile, int M, int N, int K, const void* B) {
+  const int reads = (M + block_m(tile) - 1) / block_m(tile);  // rows of tiles
+  return is_wgmma_tile(tile) && K > 0 && half_rows_aligned(B, N) &&
+         !half_rows_sector_aligned(B, N) && padded_row_length(N) % 64 == 0 &&
+         reads >= kMinReadsToRepitch;
+}
+
 // The workspace with which hgemm_planned runs `plan` on its fast path: the partials, plus room
-// for the padded copies when A or B are not aligned and the copies' Kp and Np fit in int.
-inline std::size_t hgemm_workspace_floats(const GemmPlan& plan, int M, int N, int K,
-                                          const void* A, const void* B) {
+// for the padded copies when A or B are not aligned (or, for the wgmma tiles, B is copied to
+// whole lines as above) and the copies' Kp and Np fit in int.
+inline std::size_t hgemm_workspace_floats(const GemmPlan& plan, int M, int N, int K, const void* A,
+                                          const void* B) {
   const bool copies =
-      !half_operands_aligned(N, K, A, B) && K <= kMaxPaddedLength && N <= kMaxPaddedLength;
+      (!half_operands_aligned(N, K, A, B) || repitches_b(plan.tile, M, N, K, B)) &&
+      K <= kMaxPaddedLength && N <= kMaxPaddedLength;
   return workspace_floats(plan, M, N) + (copies ? padded_copies_floats(M, N, K) : 0);
 }
 

@@ -61,17 +61,22 @@ void launch_sgemm_tile(const char* function, int splits, int M, int N, int K, fl
 // of A and B on a 16-byte boundary: K and N multiples of 8, A and B 16-byte aligned (direct).
 // Otherwise the launcher copies the operands that are not, zero-padded, into the workspace
 // after the partials (padded; gemm_shapes.h, padded_copies_floats), or, where they do not
-// fit, the kernel loads them element by element (predicated, mma_split_k.h). A function of
-// the arguments alone: the same call always takes the same path, so the same bits.
+// fit, the kernel loads them element by element (predicated, mma_split_k.h). The wgmma tiles
+// also copy an aligned B whose rows start mid-sector, where that pays (gemm_shapes.h,
+// repitches_b) and there is room. A function of the arguments alone: the same call always
+// takes the same path, so the same bits.
 enum class HalfOperands { direct, padded, predicated };
 
 HalfOperands half_operands(int M, int N, int K, const __half* A, const __half* B,
-                           std::size_t partial_floats, std::size_t workspace_floats) {
-  if (gemm_shapes::half_operands_aligned(N, K, A, B)) return HalfOperands::direct;
+                           bool repitch_b, std::size_t partial_floats,
+                           std::size_t workspace_floats) {
+  const bool aligned = gemm_shapes::half_operands_aligned(N, K, A, B);
+  if (aligned && !repitch_b) return HalfOperands::direct;
   const bool fits = K <= gemm_shapes::kMaxPaddedLength && N <= gemm_shapes::kMaxPaddedLength &&
                     workspace_floats >= partial_floats &&
                     workspace_floats - partial_floats >= gemm_shapes::padded_copies_floats(M, N, K);
-  return fits ? HalfOperands::padded : HalfOperands::predicated;
+  if (fits) return HalfOperands::padded;
+  return aligned ? HalfOperands::direct : HalfOperands::predicated;
 }
 
 // pad_copy_kernel (mma_split_k.h) on one matrix: a few blocks per multiprocessor, looping.
@@ -90,16 +95,16 @@ void launch_pad_copy(const char* function, const __half* source, int rows, int c
 // Runs `run_aligned(k, a, b, ldb)` (a kernel launch on A [M x k], B [k x ldb] with every row
 // on a 16-byte boundary) on A and B where they are, or on their zero-padded copies in the
 // workspace after the partials. False when neither is possible (no room for the copies):
-// then the caller takes a predicated kernel.
+// then the caller takes a predicated kernel. `repitch_b`: copy B even where it is aligned.
 template <class RunAligned>
 bool run_on_aligned_operands(const char* function, int splits, int M, int N, int K,
-                             const __half* A, const __half* B, float* workspace,
-                             std::size_t workspace_floats, cudaStream_t stream,
+                             const __half* A, const __half* B, bool repitch_b,
+                             float* workspace, std::size_t workspace_floats, cudaStream_t stream,
                              RunAligned run_aligned) {
   const std::size_t partial_floats =  // the same for every tile
       gemm_shapes::workspace_floats(gemm_shapes::GemmPlan{gemm_shapes::BlockTile::square, splits},
                                     M, N);
-  const HalfOperands operands = half_operands(M, N, K, A, B, partial_floats,
+  const HalfOperands operands = half_operands(M, N, K, A, B, repitch_b, partial_floats,
                                               workspace != nullptr ? workspace_floats : 0);
   if (operands == HalfOperands::direct) {
     run_aligned(K, A, B, N);
@@ -108,11 +113,11 @@ bool run_on_aligned_operands(const char* function, int splits, int M, int N, int
   if (operands == HalfOperands::predicated) return false;
   // The copies start at the first 128-byte boundary after the partials: A' (M x Kp), then
   // B' (Kp x Np), whole numbers of 16-byte chunks (gemm_shapes.h, padded_row_length). An
-  // operand whose rows are already aligned is used as it is; B needs its copy whenever A's
-  // is longer than K (rows K .. Kp - 1 of B must be zeros).
+  // operand whose rows are already aligned is used as it is (B unless `repitch_b`); B needs
+  // its copy whenever A's is longer than K (rows K .. Kp - 1 of B must be zeros).
   const bool copy_a = !gemm_shapes::half_rows_aligned(A, K);
   const int k = copy_a ? gemm_shapes::padded_row_length(K) : K;
-  const bool copy_b = k != K || !gemm_shapes::half_rows_aligned(B, N);
+  const bool copy_b = k != K || !gemm_shapes::half_rows_aligned(B, N) || repitch_b;
   const int ldb = copy_b ? gemm_shapes::padded_row_length(N) : N;
   const std::uintptr_t after_partials =
       reinterpret_cast<std::uintptr_t>(workspace + partial_floats);
@@ -138,7 +143,7 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
     CUDA_CHECK_LAUNCH();
   };
   const bool ran = run_on_aligned_operands(
-      function, splits, M, N, K, A, B, workspace, workspace_floats, stream,
+      function, splits, M, N, K, A, B, /*repitch_b=*/false, workspace, workspace_floats, stream,
       [&](int k, const __half* a, const __half* b, int ldb) {
         launch(mma_split_k::mma_split_k_kernel<Tile, false>, Tile{}, k, a, b, ldb);
       });
@@ -147,18 +152,19 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
   }
 }
 
-// The wide tile: m2.08's wgmma kernel (wgmma_split_k.h) on a Hopper. Its TMA copies need
-// aligned rows, so odd sizes go through the padded copies; without room for them, and for
-// K == 0 (nothing to multiply, and a tensor map of zero columns is an error), the square
-// tile's kernels run instead: the same arguments still always take the same path. With 2 ..
-// 8 splits whose clusters all fit on the GPU at once, the kernel adds the partials itself
-// (wgmma_split_k.h); otherwise your reduction does.
-void launch_hgemm_wide(const char* function, int splits, int M, int N, int K, float alpha,
-                       const __half* A, const __half* B, float beta, float* C, float* workspace,
-                       std::size_t workspace_floats, cudaStream_t stream) {
+// The wide and half-wide tiles: m2.08's wgmma kernel (wgmma_split_k.h) on a Hopper. Its TMA
+// copies need aligned rows, so odd sizes go through the padded copies; without room for them,
+// and for K == 0 (nothing to multiply, and a tensor map of zero columns is an error), the
+// square tile's kernels run instead: the same arguments still always take the same path.
+// With 2 .. 8 splits whose clusters all fit on the GPU at once, the kernel adds the partials
+// itself (wgmma_split_k.h); otherwise your reduction does.
+void launch_hgemm_wgmma(const char* function, gemm_shapes::BlockTile tile, int splits, int M,
+                        int N, int K, float alpha, const __half* A, const __half* B, float beta,
+                        float* C, float* workspace, std::size_t workspace_floats,
+                        cudaStream_t stream) {
   if (!wide_tile_runs_here()) {
     throw UnsupportedDevice(
-        std::string(function) + ": the wide tile runs m2.08's wgmma kernel, " +
+        std::string(function) + ": the wide and half-wide tiles run m2.08's wgmma kernel, " +
         (hopper::is_hopper_gpu()
              ? "but this build has no sm_90a machine code for it (configure with 90 in "
                "CMAKE_CUDA_ARCHITECTURES)"
@@ -166,13 +172,14 @@ void launch_hgemm_wide(const char* function, int splits, int M, int N, int K, fl
         "; plan with choose_gemm_plan(..., wide_tile_runs_here())");
   }
   bool reduced = false;  // the kernel added its splits in clusters
+  const bool repitch_b = gemm_shapes::repitches_b(tile, M, N, K, B);
   const bool ran =
-      K > 0 && run_on_aligned_operands(function, splits, M, N, K, A, B, workspace,
+      K > 0 && run_on_aligned_operands(function, splits, M, N, K, A, B, repitch_b, workspace,
                                        workspace_floats, stream,
                                        [&](int k, const __half* a, const __half* b, int ldb) {
                                          reduced = wgmma_split_k::launch(
-                                             function, splits, M, N, k, alpha, a, b, ldb, beta,
-                                             C, workspace, stream);
+                                             function, gemm_shapes::block_n(tile), splits, M, N,
+                                             k, alpha, a, b, ldb, beta, C, workspace, stream);
                                        });
   if (!ran) {
     launch_hgemm_tile<mma_split_k::SquareTile, mma_split_k::SquarePredicatedTile>(
@@ -236,8 +243,9 @@ void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
   constexpr const char* kFunction = "sgemm_planned";
   if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
     return;
-  require(plan.tile != gemm_shapes::BlockTile::wide, kFunction,
-          "the wide tile is the float16 wgmma kernel's; float32 runs the square or skinny one");
+  require(!gemm_shapes::is_wgmma_tile(plan.tile), kFunction,
+          "the wide and half-wide tiles are the float16 wgmma kernel's; float32 runs the square "
+          "or skinny one");
   if (plan.tile == gemm_shapes::BlockTile::square) {
     launch_sgemm_tile<sgemm_split_k::SquareTile>(kFunction, plan.splits, M, N, K, alpha, A, B, beta,
                                                  C, workspace, stream);
@@ -255,9 +263,9 @@ void hgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
   constexpr const char* kFunction = "hgemm_planned";
   if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
     return;
-  if (plan.tile == gemm_shapes::BlockTile::wide) {  // reduces its splits itself
-    launch_hgemm_wide(kFunction, plan.splits, M, N, K, alpha, A, B, beta, C, workspace,
-                      workspace_floats, stream);
+  if (gemm_shapes::is_wgmma_tile(plan.tile)) {  // reduces its splits itself
+    launch_hgemm_wgmma(kFunction, plan.tile, plan.splits, M, N, K, alpha, A, B, beta, C,
+                       workspace, workspace_floats, stream);
     return;
   }
   if (plan.tile == gemm_shapes::BlockTile::square) {

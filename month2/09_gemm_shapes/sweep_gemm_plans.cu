@@ -5,6 +5,9 @@
 //
 //   ./build/month2/09_gemm_shapes/m2_09_gemm_shapes_sweep                    (all, ~2 minutes)
 //   ./build/month2/09_gemm_shapes/m2_09_gemm_shapes_sweep --benchmark_filter=sweep_fp16
+//   ./build/month2/09_gemm_shapes/m2_09_gemm_shapes_sweep --shapes=32x4096x11008,3000x5000x2000
+//
+// --shapes=MxNxK,... times your own shapes (a layer of your model) instead of the benchmark's.
 //
 // Plans: the square tile, the skinny one where M <= kSkinnyMaxM, and in float16 on a Hopper
 // built with sm_90a the wide one (m2.08's wgmma kernel, every M: its row at M <= 64 shows
@@ -26,6 +29,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -42,6 +47,7 @@ using course::GemmShape;
 using course::gemm_shapes::BlockTile;
 using course::gemm_shapes::GemmPlan;
 using course::gemm_shapes::Precision;
+using course::gemm_shapes::tile_name;
 
 const std::vector<int> kSplits = {1, 2, 3, 4, 6, 8, 12, 16};
 
@@ -49,8 +55,10 @@ const std::vector<int> kSplits = {1, 2, 3, 4, 6, 8, 12, 16};
 // runs (a Hopper, built with sm_90a).
 std::vector<BlockTile> tiles_of(Precision precision) {
   std::vector<BlockTile> tiles = {BlockTile::square, BlockTile::skinny};
-  if (precision == Precision::fp16 && course::solution::wide_tile_runs_here())
+  if (precision == Precision::fp16 && course::solution::wide_tile_runs_here()) {
     tiles.push_back(BlockTile::wide);
+    tiles.push_back(BlockTile::half_wide);
+  }
   return tiles;
 }
 
@@ -67,10 +75,6 @@ std::vector<GemmPlan> plans_for(Precision precision, const GemmShape& shape) {
     for (int splits : kSplits) plans.push_back(GemmPlan{tile, splits});
   }
   return plans;
-}
-
-const char* tile_name(BlockTile tile) {
-  return tile == BlockTile::square ? "square" : (tile == BlockTile::skinny ? "skinny" : "wide");
 }
 
 std::string plan_name(const GemmPlan& plan) {
@@ -165,14 +169,45 @@ void print_table(const std::string& family, Precision precision,
   }
 }
 
+// The shapes of a --shapes=MxNxK,MxNxK,... argument, which it removes from `args`; the
+// benchmark's list without one. Exits with a message on a malformed list.
+std::vector<GemmShape> take_shapes_argument(std::vector<char*>& args) {
+  constexpr const char* kFlag = "--shapes=";
+  for (auto arg = args.begin(); arg != args.end(); ++arg) {
+    if (std::strncmp(*arg, kFlag, std::strlen(kFlag)) != 0) continue;
+    std::vector<GemmShape> shapes;
+    const char* text = *arg + std::strlen(kFlag);
+    while (*text != '\0') {
+      GemmShape shape{};
+      int length = 0;
+      if (std::sscanf(text, "%dx%dx%d%n", &shape.M, &shape.N, &shape.K, &length) != 3 ||
+          shape.M <= 0 || shape.N <= 0 || shape.K <= 0 ||
+          (text[length] != ',' && text[length] != '\0')) {
+        std::fprintf(stderr, "--shapes: expected positive MxNxK[,MxNxK...], got '%s'\n",
+                     *arg + std::strlen(kFlag));
+        std::exit(2);
+      }
+      shapes.push_back(shape);
+      text += length + (text[length] == ',' ? 1 : 0);
+    }
+    if (shapes.empty()) {
+      std::fprintf(stderr, "--shapes: the list is empty\n");
+      std::exit(2);
+    }
+    args.erase(arg);
+    return shapes;
+  }
+  return course::gemm_shapes::benchmark_shapes();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<course::GemmShape>& shapes = course::gemm_shapes::benchmark_shapes();
+  std::vector<char*> args(argv, argv + argc);
+  const std::vector<course::GemmShape> shapes = take_shapes_argument(args);
   register_sweep<float>("sweep_fp32", Precision::fp32, shapes);
   register_sweep<__half>("sweep_fp16", Precision::fp16, shapes);
   // One repetition unless the command line asks for more (a later flag wins).
-  std::vector<char*> args(argv, argv + argc);
   std::string one_repetition = "--benchmark_repetitions=1";
   args.insert(args.begin() + 1, one_repetition.data());
   const int status = course::bench::run_benchmarks(static_cast<int>(args.size()), args.data());

@@ -45,6 +45,7 @@ namespace {
 using course::gemm_shapes::BlockTile;
 using course::gemm_shapes::GemmPlan;
 using course::gemm_shapes::Precision;
+using course::gemm_shapes::tile_name;
 
 constexpr const char* kRangeHint =
     "look at TODO(m2.09a) (split_k_tiles: the k-tiles of one split) in "
@@ -59,10 +60,6 @@ constexpr const char* kChooserHint =
 constexpr const char* kAllHint =
     "look at TODO(m2.09a) and TODO(m2.09b) in month2/09_gemm_shapes/gemm_shapes.cu and "
     "TODO(m2.09c) in month2/09_gemm_shapes/shape_chooser.cu";
-
-const char* tile_name(BlockTile tile) {
-  return tile == BlockTile::square ? "square" : (tile == BlockTile::skinny ? "skinny" : "wide");
-}
 
 // Why the wide tile cannot run here, or "" when it can: it needs a Hopper (compute capability
 // 9.0, as COURSE_COMPUTE_CAPABILITY lets it look) and this build's sm_90a machine code.
@@ -254,6 +251,32 @@ TEST(GemmWorkspace, RoomForPaddedCopiesOnlyWhereFloat16RowsAreMisaligned) {
       << "copies whose K8 would not fit in int are never planned";
 }
 
+TEST(GemmWorkspace, WgmmaTilesCopyMidSectorRowsOfBWhereTheyAreReadOftenEnough) {
+  alignas(32) static __half matrix[32];
+  namespace gs = course::gemm_shapes;
+  const GemmPlan wide{BlockTile::wide, 1}, half_wide{BlockTile::half_wide, 1};
+  const GemmPlan square{BlockTile::square, 1};
+  // B's rows of 520 halves (1040 bytes: 16 mod 32) start every other one mid-sector.
+  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1921, 520, 512, matrix, matrix),
+            gs::padded_copies_floats(1921, 520, 512))
+      << "1921 rows are 16 rows of wgmma tiles: B is read 16 times, and copied";
+  EXPECT_EQ(gs::hgemm_workspace_floats(half_wide, 1921, 520, 512, matrix, matrix),
+            gs::padded_copies_floats(1921, 520, 512))
+      << "the half-wide tile too";
+  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1920, 520, 512, matrix, matrix), std::size_t{0})
+      << "1920 rows are 15 rows of wgmma tiles: B is read 15 times, and not copied";
+  EXPECT_EQ(gs::hgemm_workspace_floats(square, 1921, 520, 512, matrix, matrix), std::size_t{0})
+      << "only the wgmma tiles (their TMA) copy aligned rows";
+  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1921, 512, 512, matrix, matrix + 8),
+            gs::padded_copies_floats(1921, 512, 512))
+      << "B 16 but not 32-byte aligned, read 16 times: copied";
+  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 4096, 512, 520, matrix, matrix), std::size_t{0})
+      << "A's mid-sector rows are read where they are";
+  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 4096, 200, 512, matrix, matrix + 8),
+            std::size_t{0})
+      << "a row of 200 halves is padded to 8 halves only: its copy would start mid-sector too";
+}
+
 // --- GPU: every tile x splits on skinny, long-K and odd shapes --------------------------------
 
 // The plan and workspace the trampolines below run with (expect_gemm_matches_reference takes a
@@ -278,6 +301,14 @@ void hgemm_with_plan(int M, int N, int K, float alpha, const __half* A, const __
                      float* C, cudaStream_t stream) {
   course::impl::hgemm_planned(g_plan, M, N, K, alpha, A, B, beta, C, g_workspace->data(),
                               g_workspace->size(), stream);
+}
+
+// The current GPU's multiprocessors.
+int multiprocessors() {
+  int device = 0, count = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
 }
 
 using PlannedCase = std::tuple<course::GemmCase, BlockTile, int>;
@@ -317,31 +348,46 @@ class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInter
     EXPECT_FALSE(contents.first_stray_write)
         << "the GEMM wrote outside its workspace of " << floats << " floats, at index "
         << contents.first_stray_write.value_or(0) << ". " << text;
-    // The wide tile with 2 .. kMaxClusterSplits splits adds its partials in a cluster
-    // (wgmma_split_k.h): where its wgmma kernel ran (K > 0, and aligned rows or room for the
-    // copies), the workspace's partial slices stay as they were.
-    const bool wgmma_ran = tile == BlockTile::wide && c.shape.K > 0 &&
+    // The wgmma tiles with 2 .. kMaxClusterSplits splits add their partials in a cluster
+    // (wgmma_split_k.h) where all the clusters fit on the GPU at once: here, where their
+    // blocks are at most half the SMs. Where the wgmma kernel ran (K > 0, and aligned rows or
+    // room for the copies), the workspace's partial slices then stay as they were.
+    const bool wgmma_ran = course::gemm_shapes::is_wgmma_tile(tile) && c.shape.K > 0 &&
                            (padded_room || (c.shape.K % 8 == 0 && c.shape.N % 8 == 0));
-    if (wgmma_ran && splits >= 2 && splits <= course::gemm_shapes::kMaxClusterSplits) {
+    const long long tiles =
+        static_cast<long long>(course::ceil_div(c.shape.M, course::gemm_shapes::block_m(tile))) *
+        course::ceil_div(c.shape.N, course::gemm_shapes::block_n(tile));
+    if (wgmma_ran && splits >= 2 && splits <= course::gemm_shapes::kMaxClusterSplits &&
+        tiles * splits <= multiprocessors() / 2) {
       std::size_t written = 0;
       for (std::size_t i = 0; i < partials; ++i) written += !course::is_poison(contents.values[i]);
       EXPECT_EQ(written, 0u) << "M x N x K = " << course::to_string(c.shape) << ", " << splits
-                             << " splits of the wide tile: they must add their partials in "
+                             << " splits of the " << tile_name(tile)
+                             << " tile: they must add their partials in "
                                 "their cluster, but " << written << " floats of the "
                                 "workspace's partials were written (wgmma_split_k.h, "
                                 "splits_reduce_in_cluster)";
     }
     if (padded_room && c.shape.K > 0) {
       // Which path ran: the copies land after the partials exactly when a row of A or B does
-      // not start on a 16-byte boundary (A and B are aligned here, so K or N decides).
+      // not start on a 16-byte boundary (A and B are aligned here, so K or N decides), or,
+      // for the wgmma tiles, when B's rows start mid-sector (N = 8 mod 16, 512 or more) and
+      // kMinReadsToRepitch rows of tiles or more read it.
       const bool odd = c.shape.K % 8 != 0 || c.shape.N % 8 != 0;
+      const bool mid_sector_b =
+          course::gemm_shapes::is_wgmma_tile(tile) && c.shape.N % 16 == 8 && c.shape.N >= 512 &&
+          course::ceil_div(c.shape.M, course::gemm_shapes::block_m(tile)) >=
+              course::gemm_shapes::kMinReadsToRepitch;
       bool copies_written = false;
       for (std::size_t i = partials; i < contents.values.size(); ++i)
         copies_written = copies_written || !course::is_poison(contents.values[i]);
-      EXPECT_EQ(copies_written, odd)
+      EXPECT_EQ(copies_written, odd || mid_sector_b)
           << "M x N x K = " << course::to_string(c.shape) << ": "
           << (odd ? "odd K or N must run on zero-padded copies of A and B in the workspace"
-                  : "K and N are multiples of 8: A and B must be read where they are")
+                  : mid_sector_b
+                        ? "B's rows start mid-sector and many rows of tiles read them: the "
+                          "wgmma tiles must copy B to whole lines in the workspace"
+                        : "K and N are multiples of 8: A and B must be read where they are")
           << ". " << text;
     }
   }
@@ -425,12 +471,14 @@ std::vector<course::GemmCase> wide_shapes() {
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, WideHgemmTest,
                          ::testing::Combine(::testing::ValuesIn(wide_shapes()),
-                                            ::testing::Values(BlockTile::wide),
+                                            ::testing::Values(BlockTile::wide,
+                                                              BlockTile::half_wide),
                                             ::testing::Values(1, 2, 3, 7, 16)),
                          planned_case_name);
 INSTANTIATE_TEST_SUITE_P(Edges, WideHgemmTest,
                          ::testing::Combine(::testing::ValuesIn(edge_shapes()),
-                                            ::testing::Values(BlockTile::wide),
+                                            ::testing::Values(BlockTile::wide,
+                                                              BlockTile::half_wide),
                                             ::testing::Values(1, 5, 64)),
                          planned_case_name);
 INSTANTIATE_TEST_SUITE_P(
@@ -439,6 +487,17 @@ INSTANTIATE_TEST_SUITE_P(
                                          course::GemmCase{{509, 263, 1001}, 0.5f, -0.75f}),
                        ::testing::Values(BlockTile::wide), ::testing::Values(1, 3)),
     planned_case_name);
+// Aligned rows that start mid-sector, without room for their copies: read where they are.
+// B's rows of 520 halves start every other one mid-sector, and 17 rows of tiles read it: with
+// room, the wgmma tiles copy it to whole lines (gemm_shapes.h, repitches_b); without, read
+// where it is.
+const auto kMidSectorCases =
+    ::testing::Combine(::testing::Values(course::GemmCase{{2049, 520, 264}, 1.0f, -0.5f}),
+                       ::testing::Values(BlockTile::wide, BlockTile::half_wide),
+                       ::testing::Values(1, 3));
+INSTANTIATE_TEST_SUITE_P(MidSectorRows, WideHgemmTest, kMidSectorCases, planned_case_name);
+INSTANTIATE_TEST_SUITE_P(MidSectorRows, WidePredicatedHgemmTest, kMidSectorCases,
+                         planned_case_name);
 
 // --- GPU: the chooser's pick on the month-2 list ------------------------------------------------
 
@@ -575,8 +634,7 @@ TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
   ASSERT_TRUE(runs) << "a Hopper and a build with sm_90a, but wide_tile_runs_here() says no: it "
                        "asks which machine code the runtime loaded for gemm_shapes.cu "
                        "(CMakeLists.txt adds sm_90a where CMAKE_CUDA_ARCHITECTURES has 90)";
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int sms = multiprocessors();
   const course::GemmShape shape{512, 1024, 4096};
   const GemmPlan plan = course::impl::choose_gemm_plan(shape.M, shape.N, shape.K, Precision::fp16,
                                                        sms, kBig, runs);

@@ -1,7 +1,7 @@
-// Given code for exercise m2.09: the float16 split-K kernel of the wide tile (128 x 256), for
-// Hopper GPUs (H100, H200). Your skeleton and the reference both include it (gemm_shapes.cu);
-// the parts you write are split_k_tiles (task m2.09a), which this kernel calls, and the
-// reduction (task m2.09b), which adds its partials.
+// Given code for exercise m2.09: the float16 split-K kernel of the wide tile (128 x 256) and
+// the half-wide one (128 x 128), for Hopper GPUs (H100, H200). Your skeleton and the
+// reference both include it (gemm_shapes.cu); the parts you write are split_k_tiles (task
+// m2.09a), which this kernel calls, and the reduction (task m2.09b), which adds its partials.
 //
 // Where it comes from: m2.08's hopper_gemm_kernel (month2/08_hopper_gemm/hopper_gemm.cu):
 // the same 128 x 256 x 64 block tile, 4 stages that the TMA fills, one producer warpgroup
@@ -19,6 +19,8 @@
 //     cluster (a Hopper feature: blocks that run at the same time on nearby SMs and can read
 //     each other's shared memory) and add their partials there, with no workspace and no
 //     second kernel (reduce_in_cluster below);
+//   * the block tile's width is a template parameter: 256, or 128 for the half-wide tile,
+//     whose consumers each multiply 64 x 128 (wgmma's m64n128k16) from a B tile of two boxes;
 //   * float16 only (m2.08 has bfloat16 too), and the grid is (tiles, 1, splits).
 // The TMA reads rows whose length is a multiple of 16 bytes from 16-byte aligned addresses:
 // the launcher (gemm_shapes_given.cuh) hands it A and B where they are when they allow that,
@@ -47,35 +49,49 @@ namespace course::COURSE_IMPL::wgmma_split_k {
 
 namespace hw = course::hopper;
 
-// m2.08's tile and stages.
-constexpr int kBlockM = 128, kBlockN = 256, kBlockK = 64;  // 64 halves: one 128-byte row
+// m2.08's tile and stages. The block tile's width, kBlockN, is a template parameter: 256
+// (the wide tile, m2.08's) or 128 (the half-wide tile, for shapes with too few wide tiles to
+// fill the GPU: each consumer warpgroup multiplies 64 x 128 instead of 64 x 256).
+constexpr int kBlockM = 128, kBlockK = 64;  // 64 halves: one 128-byte row
 constexpr int kStages = 4;
 constexpr int kConsumers = 2;  // warpgroups that multiply, 64 rows each
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kBoxN = 64;  // B arrives in 4 boxes of 64 columns (128 bytes)
-constexpr int kATileBytes = kBlockM * kBlockK * 2;           // 16 KiB
-constexpr int kBBoxBytes = kBlockK * kBoxN * 2;              // 8 KiB
-constexpr int kBTileBytes = kBBoxBytes * (kBlockN / kBoxN);  // 32 KiB
-constexpr int kStageBytes = kATileBytes + kBTileBytes;
-// The tiles, 1024-byte aligned (the 128-byte swizzle repeats every 8 rows), then the barriers.
-constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
-constexpr int kGroupRows = 16;  // course/block_order.h
+constexpr int kBoxN = 64;  // B arrives in boxes of 64 columns (128 bytes)
+constexpr int kATileBytes = kBlockM * kBlockK * 2;  // 16 KiB
+constexpr int kBBoxBytes = kBlockK * kBoxN * 2;     // 8 KiB
+constexpr int kGroupRows = 16;                      // course/block_order.h
 // The splits of one tile the launcher runs as a cluster: at most 8 blocks, the cluster size
 // every Hopper GPU guarantees (more needs an opt-in, and fewer clusters fit at once).
 constexpr int kMaxClusterSplits = gemm_shapes::kMaxClusterSplits;
 static_assert(kMaxClusterSplits <= 8, "8 blocks is the largest portable cluster");
-// A partial in shared memory: 128 rows of 256 floats, rows 264 floats apart. The 8 extra
-// floats (32 bytes) shift each row by 8 banks, so the 8 rows of one warp's 8-byte stores
-// hit every bank twice, the fewest passes for 256 bytes, instead of one 8-bank group 8 times.
-constexpr int kPartialPitch = kBlockN + 8;
-static_assert(kBlockM * kPartialPitch * 4 <= kStages * kStageBytes,
-              "a block's partial must fit in the shared memory its stages free");
-static_assert(kSharedBytes <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
+
+template <int kBlockN>
+struct Tile {
+  static_assert(kBlockN == 256 || kBlockN == 128, "the wide (256) or half-wide (128) tile");
+  static constexpr int kBTileBytes = kBBoxBytes * (kBlockN / kBoxN);  // 32 or 16 KiB
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  // The tiles, 1024-byte aligned (the 128-byte swizzle repeats every 8 rows), then the
+  // barriers.
+  static constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+  // A partial in shared memory: 128 rows of kBlockN floats, rows kBlockN + 8 floats apart.
+  // The 8 extra floats (32 bytes) shift each row by 8 banks, so the 8 rows of one warp's
+  // 8-byte stores hit every bank twice, the fewest passes for 256 bytes, instead of one 8-bank
+  // group 8 times.
+  static constexpr int kPartialPitch = kBlockN + 8;
+  static_assert(kBlockM * kPartialPitch * 4 <= kStages * kStageBytes,
+                "a block's partial must fit in the shared memory its stages free");
+  static_assert(kSharedBytes <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
+};
+// The chooser's tiles (gemm_shapes.h) are this kernel's.
 static_assert(kBlockM == gemm_shapes::block_m(gemm_shapes::BlockTile::wide) &&
-                  kBlockN == gemm_shapes::block_n(gemm_shapes::BlockTile::wide) &&
+                  kBlockM == gemm_shapes::block_m(gemm_shapes::BlockTile::half_wide) &&
+                  gemm_shapes::block_n(gemm_shapes::BlockTile::wide) == 256 &&
+                  gemm_shapes::block_n(gemm_shapes::BlockTile::half_wide) == 128 &&
                   kBlockK == gemm_shapes::k_tile(gemm_shapes::BlockTile::wide,
+                                                 gemm_shapes::Precision::fp16) &&
+                  kBlockK == gemm_shapes::k_tile(gemm_shapes::BlockTile::half_wide,
                                                  gemm_shapes::Precision::fp16),
-              "the chooser's wide tile (gemm_shapes.h) is this kernel's tile");
+              "the chooser's wide and half-wide tiles (gemm_shapes.h) are this kernel's tiles");
 
 struct TileOrigin {
   int row, col;  // the block tile's first row and column in C
@@ -85,7 +101,7 @@ struct TileOrigin {
 // The epilogue of a tile whose splits run as one cluster (cluster dimensions 1 x 1 x splits:
 // block rank s of the cluster is split s), called by the consumer threads of every block;
 // the producer's threads meet them at the two cluster_syncs (the kernel).
-//  1. (Before, in the kernel.) Each block has written its partial, 128 x 256 floats, into
+//  1. (Before, in the kernel.) Each block has written its partial, 128 x kBlockN floats, into
 //     its own shared memory, which its stages no longer need once every wgmma has read them.
 //  2. cluster_sync(): every block's partial is written and visible to the whole cluster.
 //  3. Block s adds rows [s * 128 / splits, (s + 1) * 128 / splits) of the tile: for each
@@ -96,9 +112,11 @@ struct TileOrigin {
 //     with 16-byte stores along rows, which coalesce.
 //  4. cluster_sync() again: no block may finish, and free its shared memory, while another
 //     still reads its partial.
+template <int kBlockN>
 __device__ __forceinline__ void reduce_in_cluster(unsigned char* shared,
                                                   TileOrigin tile, int M, int N, float alpha,
                                                   float beta, float* __restrict__ C) {
+  constexpr int kPartialPitch = Tile<kBlockN>::kPartialPitch;
   auto* partial = reinterpret_cast<float*>(shared);
   const int thread = static_cast<int>(threadIdx.x) - 128;  // consumers: 0 .. 255
   hw::cluster_sync();
@@ -158,13 +176,14 @@ __device__ __forceinline__ void reduce_in_cluster(unsigned char* shared,
 // multiples of 8 (the TMA's rows), ldb >= N; the TMA delivers zeros outside A and B, so edge
 // tiles need no code. kSplitsInCluster: the grid's z dimension (the splits) is one cluster,
 // which adds the partials itself (reduce_in_cluster); the workspace is not touched.
-template <bool kSplitsInCluster>
+template <int kBlockN, bool kSplitsInCluster>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_split_k_kernel(const __grid_constant__ CUtensorMap a_map,
                          const __grid_constant__ CUtensorMap b_map, int M, int N, int K,
                          float alpha, float beta, float* __restrict__ C,
                          float* __restrict__ workspace) {
 #if defined(COURSE_HAVE_WGMMA)
+  constexpr int kStageBytes = Tile<kBlockN>::kStageBytes;
   extern __shared__ unsigned char dynamic_shared[];
   // Round the base up to 1024 bytes (the launcher asked for 1024 more).
   unsigned char* base = dynamic_shared + ((1024 - hw::smem(dynamic_shared) % 1024) % 1024);
@@ -222,12 +241,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  // A consumer: 64 rows (consumer * 64 ..) x 256 columns of the block tile.
+  // A consumer: 64 rows (consumer * 64 ..) x kBlockN columns of the block tile.
   hw::claim_registers<232>();
   const int consumer = warpgroup - 1;
-  float acc[128];
+  constexpr int kAccumulators = kBlockN / 2;  // 64 x kBlockN floats over 128 threads
+  float acc[kAccumulators];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
 
   for (int t = 0; t < num_tiles; ++t) {
     const int s = t % kStages;
@@ -241,7 +261,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const std::uint64_t a =
           hw::matrix_descriptor(a_tile(s) + consumer * 64 * 128 + k * 2, 16, 1024);
       const std::uint64_t b = hw::matrix_descriptor(b_tile(s) + k * 128, kBBoxBytes, 1024);
-      hw::wgmma_64x256x16<__half>(acc, a, b);
+      hw::wgmma_64xNx16<kBlockN, true, __half>(acc, a, b);
     }
     hw::wgmma_commit();
     // Keep this tile's products in flight; the previous tile's are done once at most one
@@ -251,12 +271,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   hw::wgmma_wait<0>();
 #pragma unroll
-  for (int i = 0; i < 128; ++i) hw::fence_accumulator(acc[i]);
+  for (int i = 0; i < kAccumulators; ++i) hw::fence_accumulator(acc[i]);
 
   if constexpr (kSplitsInCluster) {
     // This split's partial into this block's shared memory, in m2.08's accumulator layout
     // (the epilogue below), rows kPartialPitch floats apart; then the cluster adds.
     __syncthreads();  // every consumer is past its last wgmma: the stages are free
+    constexpr int kPartialPitch = Tile<kBlockN>::kPartialPitch;
     auto* partial = reinterpret_cast<float*>(base);
     const int lane = thread % 32;
     const int row = consumer * 64 + (thread / 32) * 16 + lane / 4;
@@ -268,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       *reinterpret_cast<float2*>(&partial[(row + 8) * kPartialPitch + col]) =
           make_float2(acc[4 * j + 2], acc[4 * j + 3]);
     }
-    reduce_in_cluster(base, TileOrigin{block_m, block_n}, M, N, alpha, beta, C);
+    reduce_in_cluster<kBlockN>(base, TileOrigin{block_m, block_n}, M, N, alpha, beta, C);
     return;
   }
   // m2.08's epilogue, into C (one split) or, as it is, into this split's workspace slice (an
@@ -306,10 +327,12 @@ struct ThisFile {};
 inline bool sm90a_code_loaded() { return hw::sm90a_code_loaded<ThisFile>(); }
 }  // namespace
 
-// A launch of `grid` in clusters of 1 x 1 x splits blocks (a launch attribute: the size is
-// the plan's, not the kernel's). `attribute` must outlive the launch call.
-inline cudaLaunchConfig_t cluster_config(dim3 grid, int splits, cudaStream_t stream,
-                                         cudaLaunchAttribute& attribute) {
+// A launch of `grid` in clusters of 1 x 1 x splits blocks of the kBlockN-wide kernel (a
+// launch attribute: the size is the plan's, not the kernel's). `attribute` must outlive the
+// launch call.
+template <int kBlockN>
+cudaLaunchConfig_t cluster_config(dim3 grid, int splits, cudaStream_t stream,
+                                  cudaLaunchAttribute& attribute) {
   attribute = {};
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = 1;
@@ -318,18 +341,19 @@ inline cudaLaunchConfig_t cluster_config(dim3 grid, int splits, cudaStream_t str
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSharedBytes;
+  config.dynamicSmemBytes = Tile<kBlockN>::kSharedBytes;
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
   return config;
 }
 
-// How many clusters of `splits` blocks of this kernel (one SM each: its shared memory) the
-// current GPU runs at once. The blocks of a cluster must share one group of SMs (a GPC), so
-// this can be less than SMs / splits: SMs left over in each group stay out of clusters.
-// Asked once per device and split count, without a launch; 0 outside 2 .. kMaxClusterSplits.
-inline int concurrent_clusters(int splits) {
+// How many clusters of `splits` blocks of the kBlockN-wide kernel (one SM each) the current
+// GPU runs at once. The blocks of a cluster must share one group of SMs (a GPC), so this can
+// be less than SMs / splits: SMs left over in each group stay out of clusters. Asked once per
+// device, width and split count, without a launch; 0 outside 2 .. kMaxClusterSplits.
+template <int kBlockN>
+int concurrent_clusters(int splits) {
   constexpr int kMaxDevices = 64;
   static std::atomic<int> answers[kMaxDevices][kMaxClusterSplits + 1];  // count + 1; 0: not asked
   int device = 0;
@@ -337,12 +361,13 @@ inline int concurrent_clusters(int splits) {
   if (device < 0 || device >= kMaxDevices || splits < 2 || splits > kMaxClusterSplits) return 0;
   std::atomic<int>& answer = answers[device][splits];
   if (answer.load() == 0) {
-    allow_dynamic_shared_memory(wgmma_split_k_kernel<true>, kSharedBytes, "wgmma_split_k");
+    const auto kernel = wgmma_split_k_kernel<kBlockN, true>;
+    allow_dynamic_shared_memory(kernel, Tile<kBlockN>::kSharedBytes, "wgmma_split_k");
     cudaLaunchAttribute cluster;
-    const cudaLaunchConfig_t config =
-        cluster_config(dim3(1, 1, static_cast<unsigned>(splits)), splits, nullptr, cluster);
+    const cudaLaunchConfig_t config = cluster_config<kBlockN>(
+        dim3(1, 1, static_cast<unsigned>(splits)), splits, nullptr, cluster);
     int clusters = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, wgmma_split_k_kernel<true>, &config));
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
     answer.store(clusters + 1);
   }
   return answer.load() - 1;
@@ -353,21 +378,48 @@ inline int concurrent_clusters(int splits) {
 // kMaxClusterSplits splits, and every tile's cluster running at once. A cluster that has to
 // wait for another to finish would hold its SMs idle until all its blocks can start: with
 // more clusters than fit, the partials go to the workspace. A function of the arguments and
-// the GPU: the same call always takes the same path.
-inline bool splits_reduce_in_cluster(int splits, int M, int N) {
+// the GPU: the same call always takes the same path. block_n: 256 (wide) or 128 (half-wide).
+inline bool splits_reduce_in_cluster(int block_n, int splits, int M, int N) {
   if (splits < 2 || splits > kMaxClusterSplits || !sm90a_code_loaded()) return false;
-  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
-  return tiles <= concurrent_clusters(splits);
+  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, block_n);
+  return tiles <= (block_n == 256 ? concurrent_clusters<256>(splits)
+                                  : concurrent_clusters<128>(splits));
 }
 
-// Runs the kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte boundaries (k and
-// ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per tile along z,
-// which one cluster holds where splits_reduce_in_cluster(splits, M, N). Returns true when the
-// kernel added the splits' partials itself (C is final), false when they are in the
+// Runs the kBlockN-wide kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte
+// boundaries (k and ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per
+// tile along z, which one cluster holds where splits_reduce_in_cluster. Returns true when
+// the kernel added the splits' partials itself (C is final), false when they are in the
 // workspace for the reduction kernel (splits > 1) or C is final already (splits == 1).
-// The caller has checked the GPU (wide_tile_runs_here) and the workspace.
-inline bool launch(const char* function, int splits, int M, int N, int k, float alpha,
-                   const __half* A, const __half* B, int ldb, float beta, float* C,
+template <int kBlockN>
+bool launch_tile(const char* function, int splits, int M, int N, const CUtensorMap& a_map,
+                 const CUtensorMap& b_map, int k, float alpha, float beta, float* C,
+                 float* workspace, cudaStream_t stream) {
+  constexpr int kSharedBytes = Tile<kBlockN>::kSharedBytes;
+  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
+  const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits));
+  if (!splits_reduce_in_cluster(kBlockN, splits, M, N)) {
+    allow_dynamic_shared_memory(wgmma_split_k_kernel<kBlockN, false>, kSharedBytes, function);
+    wgmma_split_k_kernel<kBlockN, false><<<grid, kThreads, kSharedBytes, stream>>>(
+        a_map, b_map, M, N, k, alpha, beta, C, workspace);
+    CUDA_CHECK_LAUNCH();
+    return false;
+  }
+  // The splits of a tile as one cluster.
+  allow_dynamic_shared_memory(wgmma_split_k_kernel<kBlockN, true>, kSharedBytes, function);
+  cudaLaunchAttribute cluster;
+  const cudaLaunchConfig_t config = cluster_config<kBlockN>(grid, splits, stream, cluster);
+  CUDA_CHECK(cudaLaunchKernelEx(&config, wgmma_split_k_kernel<kBlockN, true>, a_map, b_map, M, N,
+                                k, alpha, beta, C, workspace));
+  CUDA_CHECK_LAUNCH();
+  return true;
+}
+
+// The launcher's entry: the kernel of `block_n` columns (256, the wide tile; 128, the
+// half-wide one), on tensor maps of A and B built here. The caller has checked the GPU
+// (wide_tile_runs_here) and the workspace.
+inline bool launch(const char* function, int block_n, int splits, int M, int N, int k,
+                   float alpha, const __half* A, const __half* B, int ldb, float beta, float* C,
                    float* workspace, cudaStream_t stream) {
   // A in boxes of 128 rows x 64 columns; B in boxes of 64 rows (K) x 64 columns (N). Built
   // per call: a few microseconds on the host.
@@ -377,23 +429,10 @@ inline bool launch(const char* function, int splits, int M, int N, int k, float 
   const CUtensorMap b_map =
       hw::make_tensor_map_2d(B, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(k),
                              static_cast<std::uint64_t>(ldb), kBlockK, kBoxN);
-  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
-  const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits));
-  if (!splits_reduce_in_cluster(splits, M, N)) {
-    allow_dynamic_shared_memory(wgmma_split_k_kernel<false>, kSharedBytes, function);
-    wgmma_split_k_kernel<false><<<grid, kThreads, kSharedBytes, stream>>>(
-        a_map, b_map, M, N, k, alpha, beta, C, workspace);
-    CUDA_CHECK_LAUNCH();
-    return false;
-  }
-  // The splits of a tile as one cluster.
-  allow_dynamic_shared_memory(wgmma_split_k_kernel<true>, kSharedBytes, function);
-  cudaLaunchAttribute cluster;
-  const cudaLaunchConfig_t config = cluster_config(grid, splits, stream, cluster);
-  CUDA_CHECK(cudaLaunchKernelEx(&config, wgmma_split_k_kernel<true>, a_map, b_map, M, N, k, alpha,
-                                beta, C, workspace));
-  CUDA_CHECK_LAUNCH();
-  return true;
+  return block_n == 256 ? launch_tile<256>(function, splits, M, N, a_map, b_map, k, alpha, beta,
+                                           C, workspace, stream)
+                        : launch_tile<128>(function, splits, M, N, a_map, b_map, k, alpha, beta,
+                                           C, workspace, stream);
 }
 
 }  // namespace course::COURSE_IMPL::wgmma_split_k
