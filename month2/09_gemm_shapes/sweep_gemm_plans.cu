@@ -10,12 +10,12 @@
 // --shapes=MxNxK,... times your own shapes (a layer of your model) instead of the benchmark's.
 //
 // Plans: the square tile, the skinny one where M <= kSkinnyMaxM, and in float16 on a Hopper
-// built with sm_90a the wide one (m2.08's wgmma kernel, every M: its row at M <= 64 shows
-// what the skinny tile saves), each with 1, 2, 3, 4, 6, 8, 12 and 16 splits, through the
-// reference's planned launchers (sgemm_planned, hgemm_planned) with a workspace of their own
-// large enough for the partials and, in float16, the zero-padded copies of odd sizes. The
-// wide tile's row on 3000 x 5000 x 2000 (480 tiles: 3.6 waves of 132) is where splits could
-// trade the last partial wave for a reduction. Baselines: cuBLAS SGEMM in float32 with
+// built with sm_90a the wide and half-wide ones (m2.08's wgmma kernel, every M: their rows
+// at M <= 64 show what the skinny tile saves), each with 1, 2, 3, 4, 6, 8, 12 and 16 splits,
+// through the reference's planned launchers (sgemm_planned, hgemm_planned) with a workspace
+// of their own large enough for the partials and, in float16, the zero-padded copies of odd
+// sizes. The wide tile's row on 3000 x 5000 x 2000 (480 tiles: 3.6 waves of 132) is where
+// splits could trade the last partial wave for a reduction. Baselines: cuBLAS SGEMM in float32 with
 // CUBLAS_DEFAULT_MATH (no TF32), and cublasGemmEx with float16 A and B, float32 C and
 // accumulation. Every row is verified against a float64 reference before it is timed
 // (course/gemm_benchmark.h: L2 flushed before every iteration, CUDA events).
@@ -135,7 +135,7 @@ void print_table(const std::string& family, Precision precision,
       family.c_str(), course::bench::precision_label<Input>(),
       course::bench::gemm_baseline_name<Input>().c_str(), sms);
   if (precision == Precision::fp16) {
-    std::printf("(the wide tile, m2.08's wgmma kernel: %s)\n",
+    std::printf("(the wide and half-wide tiles, m2.08's wgmma kernel: %s)\n",
                 wide ? "timed, the chooser's pick where it takes it"
                      : "not timed: not a Hopper, or built without sm_90a");
   }
