@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "course/device_info.h"  // query_device: the SM count
 #include "course/gemm_testing.h"
 #include "course/guarded_buffer.h"
 #include "course/requirements.h"
@@ -303,14 +304,6 @@ void hgemm_with_plan(int M, int N, int K, float alpha, const __half* A, const __
                               g_workspace->size(), stream);
 }
 
-// The current GPU's multiprocessors.
-int multiprocessors() {
-  int device = 0, count = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
 using PlannedCase = std::tuple<course::GemmCase, BlockTile, int>;
 
 std::string planned_case_name(const ::testing::TestParamInfo<PlannedCase>& info) {
@@ -358,7 +351,7 @@ class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInter
         static_cast<long long>(course::ceil_div(c.shape.M, course::gemm_shapes::block_m(tile))) *
         course::ceil_div(c.shape.N, course::gemm_shapes::block_n(tile));
     if (wgmma_ran && splits >= 2 && splits <= course::gemm_shapes::kMaxClusterSplits &&
-        tiles * splits <= multiprocessors() / 2) {
+        tiles * splits <= course::query_device().sm_count / 2) {
       std::size_t written = 0;
       for (std::size_t i = 0; i < partials; ++i) written += !course::is_poison(contents.values[i]);
       EXPECT_EQ(written, 0u) << "M x N x K = " << course::to_string(c.shape) << ", " << splits
@@ -487,7 +480,6 @@ INSTANTIATE_TEST_SUITE_P(
                                          course::GemmCase{{509, 263, 1001}, 0.5f, -0.75f}),
                        ::testing::Values(BlockTile::wide), ::testing::Values(1, 3)),
     planned_case_name);
-// Aligned rows that start mid-sector, without room for their copies: read where they are.
 // B's rows of 520 halves start every other one mid-sector, and 17 rows of tiles read it: with
 // room, the wgmma tiles copy it to whole lines (gemm_shapes.h, repitches_b); without, read
 // where it is.
@@ -634,7 +626,7 @@ TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
   ASSERT_TRUE(runs) << "a Hopper and a build with sm_90a, but wide_tile_runs_here() says no: it "
                        "asks which machine code the runtime loaded for gemm_shapes.cu "
                        "(CMakeLists.txt adds sm_90a where CMAKE_CUDA_ARCHITECTURES has 90)";
-  const int sms = multiprocessors();
+  const int sms = course::query_device().sm_count;
   const course::GemmShape shape{512, 1024, 4096};
   const GemmPlan plan = course::impl::choose_gemm_plan(shape.M, shape.N, shape.K, Precision::fp16,
                                                        sms, kBig, runs);

@@ -378,12 +378,12 @@ int concurrent_clusters(int splits) {
 // kMaxClusterSplits splits, and every tile's cluster running at once. A cluster that has to
 // wait for another to finish would hold its SMs idle until all its blocks can start: with
 // more clusters than fit, the partials go to the workspace. A function of the arguments and
-// the GPU: the same call always takes the same path. block_n: 256 (wide) or 128 (half-wide).
-inline bool splits_reduce_in_cluster(int block_n, int splits, int M, int N) {
+// the GPU: the same call always takes the same path.
+template <int kBlockN>
+bool splits_reduce_in_cluster(int splits, int M, int N) {
   if (splits < 2 || splits > kMaxClusterSplits || !sm90a_code_loaded()) return false;
-  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, block_n);
-  return tiles <= (block_n == 256 ? concurrent_clusters<256>(splits)
-                                  : concurrent_clusters<128>(splits));
+  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
+  return tiles <= concurrent_clusters<kBlockN>(splits);
 }
 
 // Runs the kBlockN-wide kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte
@@ -398,7 +398,7 @@ bool launch_tile(const char* function, int splits, int M, int N, const CUtensorM
   constexpr int kSharedBytes = Tile<kBlockN>::kSharedBytes;
   const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
   const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits));
-  if (!splits_reduce_in_cluster(kBlockN, splits, M, N)) {
+  if (!splits_reduce_in_cluster<kBlockN>(splits, M, N)) {
     allow_dynamic_shared_memory(wgmma_split_k_kernel<kBlockN, false>, kSharedBytes, function);
     wgmma_split_k_kernel<kBlockN, false><<<grid, kThreads, kSharedBytes, stream>>>(
         a_map, b_map, M, N, k, alpha, beta, C, workspace);
