@@ -39,11 +39,13 @@ enum class Precision { fp32, fp16 };
 //   half_wide 128 x 128: the same kernel at half the width, for shapes with too few wide
 //                      tiles to fill the GPU (a batch of 128 rows: 16 wide tiles of 4096
 //                      columns, 32 half-wide ones). One block per SM too (its registers).
-enum class BlockTile { square, skinny, wide, half_wide };
+//   narrow  128 x 64:  the same kernel at a quarter of the width (64 narrow tiles of 4096
+//                      columns), with a deeper pipeline: 8 stages of 24 KiB.
+enum class BlockTile { square, skinny, wide, half_wide, narrow };
 
 // The tiles of m2.08's wgmma kernel (a Hopper built with sm_90a only).
 __host__ __device__ constexpr bool is_wgmma_tile(BlockTile tile) {
-  return tile == BlockTile::wide || tile == BlockTile::half_wide;
+  return tile == BlockTile::wide || tile == BlockTile::half_wide || tile == BlockTile::narrow;
 }
 
 // The tile's name, for messages and benchmark rows.
@@ -53,6 +55,7 @@ inline const char* tile_name(BlockTile tile) {
     case BlockTile::skinny: return "skinny";
     case BlockTile::wide: return "wide";
     case BlockTile::half_wide: return "half_wide";
+    case BlockTile::narrow: return "narrow";
   }
   return "unknown";
 }
@@ -63,6 +66,7 @@ inline constexpr int kWideBlockM = 128;
 inline constexpr int kBlockN = 128;           // the square and skinny tiles
 inline constexpr int kWideBlockN = 256;       // the wide tile
 inline constexpr int kHalfWideBlockN = 128;   // the half-wide tile
+inline constexpr int kNarrowBlockN = 64;      // the narrow tile
 inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
@@ -77,19 +81,23 @@ __host__ __device__ constexpr int block_m(BlockTile tile) {
                                    : (is_wgmma_tile(tile) ? kWideBlockM : kSquareBlockM);
 }
 __host__ __device__ constexpr int block_n(BlockTile tile) {
-  return tile == BlockTile::wide ? kWideBlockN
-                                 : (tile == BlockTile::half_wide ? kHalfWideBlockN : kBlockN);
+  switch (tile) {
+    case BlockTile::wide: return kWideBlockN;
+    case BlockTile::half_wide: return kHalfWideBlockN;
+    case BlockTile::narrow: return kNarrowBlockN;
+    default: return kBlockN;
+  }
 }
 
 // The depth of one k-tile, the unit a split's K range is counted in: 16 for m2.05's float32
 // main loop, 32 for m2.07's float16 one, 64 for m2.08's wgmma one (the wide tile: 64 halves
-// are one 128-byte row of the TMA's swizzled tiles; the half-wide tile too).
+// are one 128-byte row of the TMA's swizzled tiles; the half-wide and narrow tiles too).
 __host__ __device__ constexpr int k_tile(BlockTile tile, Precision precision) {
   return precision == Precision::fp32 ? 16 : (is_wgmma_tile(tile) ? 64 : 32);
 }
 
 // True for a tile of which one block fills a multiprocessor (the wgmma ones: 384 threads that
-// claim 232 registers each in the consumers, and stages of 48 or 32 KiB): there, a grid of one
+// claim 232 registers each in the consumers, and 192 KiB of stages): there, a grid of one
 // block more than the SMs runs in two waves, the second with one block. The square and
 // skinny tiles fit two or more blocks per SM, so a few blocks over the SMs still run at once.
 __host__ __device__ constexpr bool tile_fills_multiprocessor(BlockTile tile) {
@@ -97,7 +105,7 @@ __host__ __device__ constexpr bool tile_fills_multiprocessor(BlockTile tile) {
 }
 
 // The blocks of a tile that one multiprocessor runs at the same time, as the chooser counts
-// them: one wide or half-wide block; two square or skinny ones (a square block is 128 threads
+// them: one block of a wgmma tile; two square or skinny ones (a square block is 128 threads
 // of about 240 registers, 30,000 of an SM's 65,536, and a skinny one less), so a GPU with 132
 // SMs runs 264 of those in one wave.
 __host__ __device__ constexpr int blocks_per_multiprocessor(BlockTile tile) {
@@ -106,9 +114,9 @@ __host__ __device__ constexpr int blocks_per_multiprocessor(BlockTile tile) {
 
 // The fewest k-tiles a split runs: a shorter split spends its time filling and draining the
 // pipeline and writing its partial C. 2 for the square and skinny tiles (32 deep in float32,
-// 64 in float16), 16 for the wgmma ones (1024 deep: their four-stage pipeline takes longer to
-// fill, and each of their partials is a 128 x 256 or 128 x 128 block of floats to write and
-// add again). Both are measured: m2_09_gemm_shapes_sweep's rows on the H200 (README.md, "The
+// 64 in float16), 16 for the wgmma ones (1024 deep: their pipeline of 192 KiB takes longer to
+// fill, and each of their partials is a 128 x 256, 128 x 128 or 128 x 64 block of floats to
+// write and add again). Both are measured: m2_09_gemm_shapes_sweep's rows on the H200 (README.md, "The
 // chooser").
 __host__ __device__ constexpr int min_k_tiles_per_split(BlockTile tile) {
   return is_wgmma_tile(tile) ? 16 : 2;
@@ -238,7 +246,8 @@ COURSE_DECLARE_IMPLS(
                                            int multiprocessors, std::size_t workspace_floats,
                                            bool wide_tile_available);
 
-    // Given (wgmma_split_k.h): whether hgemm_planned can run the wide tile on the current GPU:
+    // Given (wgmma_split_k.h): whether hgemm_planned can run the wgmma tiles (wide, half_wide,
+    // narrow) on the current GPU:
     // a Hopper (compute capability 9.0, as course/requirements.h sees it, so
     // COURSE_COMPUTE_CAPABILITY=8.0 says no), and this library built with sm_90a machine code
     // (CMAKE_CUDA_ARCHITECTURES with 90 in it), which the runtime loaded. Needs a GPU.
@@ -250,9 +259,9 @@ COURSE_DECLARE_IMPLS(
     // chunks (K or N not a multiple of 8, A or B not 16-byte aligned): with
     // padded_copies_floats(M, N, K) more floats of workspace it copies them, zero-padded,
     // after the partials and runs the aligned kernel; with less, it loads them element by
-    // element (the predicated kernel, slower; for the wide tile, whose TMA copies cannot, the
-    // square tile's). The wide tile is float16's only: sgemm_planned rejects it, and
-    // hgemm_planned throws course::UnsupportedDevice where wide_tile_runs_here() is false.
+    // element (the predicated kernel, slower; for the wgmma tiles, whose TMA copies cannot, the
+    // square tile's). The wgmma tiles (wide, half_wide, narrow) are float16's only:
+    // sgemm_planned rejects them, and hgemm_planned throws course::UnsupportedDevice where wide_tile_runs_here() is false.
     // The same arguments always take the same path.
     void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
                        const float* A, const float* B, float beta, float* C, float* workspace,

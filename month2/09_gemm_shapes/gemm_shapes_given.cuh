@@ -152,8 +152,8 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
   }
 }
 
-// The wide and half-wide tiles: m2.08's wgmma kernel (wgmma_split_k.h) on a Hopper. Its TMA
-// copies need aligned rows, so odd sizes go through the padded copies; without room for them,
+// The wgmma tiles (wide, half-wide, narrow): m2.08's wgmma kernel (wgmma_split_k.h) on a
+// Hopper. Its TMA copies need aligned rows, so odd sizes go through the padded copies; without room for them,
 // and for K == 0 (nothing to multiply, and a tensor map of zero columns is an error), the
 // square tile's kernels run instead: the same arguments still always take the same path.
 // With 2 .. 8 splits whose clusters all fit on the GPU at once, the kernel adds the partials
@@ -164,7 +164,8 @@ void launch_hgemm_wgmma(const char* function, gemm_shapes::BlockTile tile, int s
                         cudaStream_t stream) {
   if (!wide_tile_runs_here()) {
     throw UnsupportedDevice(
-        std::string(function) + ": the wide and half-wide tiles run m2.08's wgmma kernel, " +
+        std::string(function) +
+        ": the wide, half-wide and narrow tiles run m2.08's wgmma kernel, " +
         (hopper::is_hopper_gpu()
              ? "but this build has no sm_90a machine code for it (configure with 90 in "
                "CMAKE_CUDA_ARCHITECTURES)"
@@ -244,8 +245,8 @@ void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float
   if (!planned_launch_needed(kFunction, plan, M, N, K, A, B, C, workspace, workspace_floats))
     return;
   require(!gemm_shapes::is_wgmma_tile(plan.tile), kFunction,
-          "the wide and half-wide tiles are the float16 wgmma kernel's; float32 runs the square "
-          "or skinny one");
+          "the wide, half-wide and narrow tiles are the float16 wgmma kernel's; float32 runs the "
+          "square or skinny one");
   if (plan.tile == gemm_shapes::BlockTile::square) {
     launch_sgemm_tile<sgemm_split_k::SquareTile>(kFunction, plan.splits, M, N, K, alpha, A, B, beta,
                                                  C, workspace, stream);

@@ -10,8 +10,8 @@
 // --shapes=MxNxK,... times your own shapes (a layer of your model) instead of the benchmark's.
 //
 // Plans: the square tile, the skinny one where M <= kSkinnyMaxM, and in float16 on a Hopper
-// built with sm_90a the wide and half-wide ones (m2.08's wgmma kernel, every M: their rows
-// at M <= 64 show what the skinny tile saves), each with 1, 2, 3, 4, 6, 8, 12 and 16 splits,
+// built with sm_90a the wide, half-wide and narrow ones (m2.08's wgmma kernel, every M: their
+// rows at M <= 64 show what the skinny tile saves), each with 1, 2, 3, 4, 6, 8, 12 and 16 splits,
 // through the reference's planned launchers (sgemm_planned, hgemm_planned) with a workspace
 // of their own large enough for the partials and, in float16, the zero-padded copies of odd
 // sizes. The wide tile's row on 3000 x 5000 x 2000 (480 tiles: 3.6 waves of 132) is where
@@ -58,6 +58,7 @@ std::vector<BlockTile> tiles_of(Precision precision) {
   if (precision == Precision::fp16 && course::solution::wide_tile_runs_here()) {
     tiles.push_back(BlockTile::wide);
     tiles.push_back(BlockTile::half_wide);
+    tiles.push_back(BlockTile::narrow);
   }
   return tiles;
 }
@@ -135,11 +136,11 @@ void print_table(const std::string& family, Precision precision,
       family.c_str(), course::bench::precision_label<Input>(),
       course::bench::gemm_baseline_name<Input>().c_str(), sms);
   if (precision == Precision::fp16) {
-    std::printf("(the wide and half-wide tiles, m2.08's wgmma kernel: %s)\n",
+    std::printf("(the wide, half_wide and narrow tiles, m2.08's wgmma kernel: %s)\n",
                 wide ? "timed, the chooser's pick where it takes it"
                      : "not timed: not a Hopper, or built without sm_90a");
   }
-  std::printf("%-20s %-7s", "M x N x K", "tile");
+  std::printf("%-20s %-9s", "M x N x K", "tile");
   for (int splits : kSplits) std::printf(" %7s", ("s=" + std::to_string(splits)).c_str());
   std::printf("\n");
   for (const GemmShape& shape : shapes) {
@@ -153,7 +154,7 @@ void print_table(const std::string& family, Precision precision,
       best = std::max(best, course::bench::measured_gemm_tflops(family, plan_name(plan), shape));
     for (BlockTile tile : tiles_of(precision)) {
       if (!tile_fits(tile, shape)) continue;
-      std::printf("%-20s %-7s", course::to_string(shape).c_str(), tile_name(tile));
+      std::printf("%-20s %-9s", course::to_string(shape).c_str(), tile_name(tile));
       for (int splits : kSplits) {
         const double mine =
             course::bench::measured_gemm_tflops(family, plan_name({tile, splits}), shape);

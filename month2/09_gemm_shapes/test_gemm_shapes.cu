@@ -256,6 +256,7 @@ TEST(GemmWorkspace, WgmmaTilesCopyMidSectorRowsOfBWhereTheyAreReadOftenEnough) {
   alignas(32) static __half matrix[32];
   namespace gs = course::gemm_shapes;
   const GemmPlan wide{BlockTile::wide, 1}, half_wide{BlockTile::half_wide, 1};
+  const GemmPlan narrow{BlockTile::narrow, 1};
   const GemmPlan square{BlockTile::square, 1};
   // B's rows of 520 halves (1040 bytes: 16 mod 32) start every other one mid-sector.
   EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1921, 520, 512, matrix, matrix),
@@ -264,6 +265,9 @@ TEST(GemmWorkspace, WgmmaTilesCopyMidSectorRowsOfBWhereTheyAreReadOftenEnough) {
   EXPECT_EQ(gs::hgemm_workspace_floats(half_wide, 1921, 520, 512, matrix, matrix),
             gs::padded_copies_floats(1921, 520, 512))
       << "the half-wide tile too";
+  EXPECT_EQ(gs::hgemm_workspace_floats(narrow, 1921, 520, 512, matrix, matrix),
+            gs::padded_copies_floats(1921, 520, 512))
+      << "the narrow tile too";
   EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1920, 520, 512, matrix, matrix), std::size_t{0})
       << "1920 rows are 15 rows of wgmma tiles: B is read 15 times, and not copied";
   EXPECT_EQ(gs::hgemm_workspace_floats(square, 1921, 520, 512, matrix, matrix), std::size_t{0})
@@ -454,8 +458,9 @@ const auto kEdgeCases =
 INSTANTIATE_TEST_SUITE_P(Edges, PlannedSgemmTest, kEdgeCases, planned_case_name);
 INSTANTIATE_TEST_SUITE_P(Edges, PlannedHgemmTest, kEdgeCases, planned_case_name);
 
-// The wide tile on the same shapes and edges, splits 1 .. 16 and the most the launchers take,
-// plus a few of its own 128 x 256 tiles with partial ones at the right and bottom edges.
+// The wgmma tiles (wide, half-wide, narrow) on the same shapes and edges, splits 1 .. 16 and
+// the most the launchers take, plus a few shapes of their own with partial tiles at the right
+// and bottom edges.
 std::vector<course::GemmCase> wide_shapes() {
   std::vector<course::GemmCase> shapes = planned_shapes();
   shapes.push_back({{300, 600, 1000}, 1.0f, 0.5f});
@@ -465,13 +470,15 @@ std::vector<course::GemmCase> wide_shapes() {
 INSTANTIATE_TEST_SUITE_P(Shapes, WideHgemmTest,
                          ::testing::Combine(::testing::ValuesIn(wide_shapes()),
                                             ::testing::Values(BlockTile::wide,
-                                                              BlockTile::half_wide),
+                                                              BlockTile::half_wide,
+                                                              BlockTile::narrow),
                                             ::testing::Values(1, 2, 3, 7, 16)),
                          planned_case_name);
 INSTANTIATE_TEST_SUITE_P(Edges, WideHgemmTest,
                          ::testing::Combine(::testing::ValuesIn(edge_shapes()),
                                             ::testing::Values(BlockTile::wide,
-                                                              BlockTile::half_wide),
+                                                              BlockTile::half_wide,
+                                                              BlockTile::narrow),
                                             ::testing::Values(1, 5, 64)),
                          planned_case_name);
 INSTANTIATE_TEST_SUITE_P(
@@ -485,7 +492,8 @@ INSTANTIATE_TEST_SUITE_P(
 // where it is.
 const auto kMidSectorCases =
     ::testing::Combine(::testing::Values(course::GemmCase{{2049, 520, 264}, 1.0f, -0.5f}),
-                       ::testing::Values(BlockTile::wide, BlockTile::half_wide),
+                       ::testing::Values(BlockTile::wide, BlockTile::half_wide,
+                                         BlockTile::narrow),
                        ::testing::Values(1, 3));
 INSTANTIATE_TEST_SUITE_P(MidSectorRows, WideHgemmTest, kMidSectorCases, planned_case_name);
 INSTANTIATE_TEST_SUITE_P(MidSectorRows, WidePredicatedHgemmTest, kMidSectorCases,
@@ -585,10 +593,13 @@ TEST_F(ShapesArgumentsTest, BadPlansAreRejected) {
   EXPECT_THROW(course::impl::hgemm_planned({BlockTile::square, 2}, 64, 64, 64, 1.0f, h, h, 0.0f,
                                            buffer.data(), nullptr, 0),
                std::invalid_argument);
-  // The wide tile is float16's wgmma kernel only.
-  EXPECT_THROW(course::impl::sgemm_planned({BlockTile::wide, 1}, 8, 8, 64, 1.0f, f, f, 0.0f,
-                                           buffer.data(), buffer.data(), buffer.size()),
-               std::invalid_argument);
+  // The wgmma tiles are float16's wgmma kernel only.
+  for (const BlockTile tile : {BlockTile::wide, BlockTile::half_wide, BlockTile::narrow}) {
+    EXPECT_THROW(course::impl::sgemm_planned({tile, 1}, 8, 8, 64, 1.0f, f, f, 0.0f, buffer.data(),
+                                             buffer.data(), buffer.size()),
+                 std::invalid_argument)
+        << "sgemm_planned must refuse the " << tile_name(tile) << " tile";
+  }
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -617,10 +628,13 @@ TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
     EXPECT_FALSE(runs) << "wide_tile_runs_here() says yes, but " << reason;
     course::DeviceBuffer<float> buffer(64 * 64);
     const auto* h = reinterpret_cast<const __half*>(buffer.data());
-    EXPECT_THROW(course::impl::hgemm_planned({BlockTile::wide, 1}, 64, 64, 64, 1.0f, h, h, 0.0f,
-                                             buffer.data(), nullptr, 0),
-                 course::UnsupportedDevice)
-        << "a wide plan where the wgmma kernel cannot run must be refused";
+    for (const BlockTile tile : {BlockTile::wide, BlockTile::half_wide, BlockTile::narrow}) {
+      EXPECT_THROW(course::impl::hgemm_planned({tile, 1}, 64, 64, 64, 1.0f, h, h, 0.0f,
+                                               buffer.data(), nullptr, 0),
+                   course::UnsupportedDevice)
+          << "a plan with the " << tile_name(tile)
+          << " tile where the wgmma kernel cannot run must be refused";
+    }
     GTEST_SKIP() << reason;
   }
   ASSERT_TRUE(runs) << "a Hopper and a build with sm_90a, but wide_tile_runs_here() says no: it "

@@ -1,7 +1,8 @@
-// Given code for exercise m2.09: the float16 split-K kernel of the wide tile (128 x 256) and
-// the half-wide one (128 x 128), for Hopper GPUs (H100, H200). Your skeleton and the
-// reference both include it (gemm_shapes.cu); the parts you write are split_k_tiles (task
-// m2.09a), which this kernel calls, and the reduction (task m2.09b), which adds its partials.
+// Given code for exercise m2.09: the float16 split-K kernel of the wide tile (128 x 256), the
+// half-wide one (128 x 128) and the narrow one (128 x 64), for Hopper GPUs (H100, H200). Your
+// skeleton and the reference both include it (gemm_shapes.cu); the parts you write are
+// split_k_tiles (task m2.09a), which this kernel calls, and the reduction (task m2.09b), which
+// adds its partials.
 //
 // Where it comes from: m2.08's hopper_gemm_kernel (month2/08_hopper_gemm/hopper_gemm.cu):
 // the same 128 x 256 x 64 block tile, 4 stages that the TMA fills, one producer warpgroup
@@ -19,8 +20,11 @@
 //     cluster (a Hopper feature: blocks that run at the same time on nearby SMs and can read
 //     each other's shared memory) and add their partials there, with no workspace and no
 //     second kernel (reduce_in_cluster below);
-//   * the block tile's width is a template parameter: 256, or 128 for the half-wide tile,
-//     whose consumers each multiply 64 x 128 (wgmma's m64n128k16) from a B tile of two boxes;
+//   * the block tile's width is a template parameter: 256, 128 for the half-wide tile, whose
+//     consumers each multiply 64 x 128 (wgmma's m64n128k16) from a B tile of two boxes, or 64
+//     for the narrow one (m64n64k16, one box). A narrower stage is smaller, so the same shared
+//     memory holds more of them: 4 stages of 48 KiB, 6 of 32 KiB, 8 of 24 KiB. The deeper
+//     pipeline keeps the narrow tile's smaller products fed;
 //   * float16 only (m2.08 has bfloat16 too), and the grid is (tiles, 1, splits).
 // The TMA reads rows whose length is a multiple of 16 bytes from 16-byte aligned addresses:
 // the launcher (gemm_shapes_given.cuh) hands it A and B where they are when they allow that,
@@ -36,6 +40,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "course/block_order.h"
 #include "course/cuda_check.h"
@@ -49,11 +55,12 @@ namespace course::COURSE_IMPL::wgmma_split_k {
 
 namespace hw = course::hopper;
 
-// m2.08's tile and stages. The block tile's width, kBlockN, is a template parameter: 256
-// (the wide tile, m2.08's) or 128 (the half-wide tile, for shapes with too few wide tiles to
-// fill the GPU: each consumer warpgroup multiplies 64 x 128 instead of 64 x 256).
+// m2.08's tile. The block tile's width, kBlockN, is a template parameter: 256 (the wide tile,
+// m2.08's), 128 or 64 (the half-wide and narrow tiles, for shapes with too few wide tiles to
+// fill the GPU: each consumer warpgroup multiplies 64 x 128 or 64 x 64 instead of 64 x 256).
 constexpr int kBlockM = 128, kBlockK = 64;  // 64 halves: one 128-byte row
-constexpr int kStages = 4;
+// The stages of every width together: m2.08's 4 stages of the wide tile's 48 KiB.
+constexpr int kStagesBytes = 192 * 1024;
 constexpr int kConsumers = 2;  // warpgroups that multiply, 64 rows each
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kBoxN = 64;  // B arrives in boxes of 64 columns (128 bytes)
@@ -67,9 +74,11 @@ static_assert(kMaxClusterSplits <= 8, "8 blocks is the largest portable cluster"
 
 template <int kBlockN>
 struct Tile {
-  static_assert(kBlockN == 256 || kBlockN == 128, "the wide (256) or half-wide (128) tile");
-  static constexpr int kBTileBytes = kBBoxBytes * (kBlockN / kBoxN);  // 32 or 16 KiB
-  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  static_assert(kBlockN == 256 || kBlockN == 128 || kBlockN == 64,
+                "the wide (256), half-wide (128) or narrow (64) tile");
+  static constexpr int kBTileBytes = kBBoxBytes * (kBlockN / kBoxN);  // 32, 16 or 8 KiB
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;       // 48, 32 or 24 KiB
+  static constexpr int kStages = kStagesBytes / kStageBytes;          // 4, 6 or 8
   // The tiles, 1024-byte aligned (the 128-byte swizzle repeats every 8 rows), then the
   // barriers.
   static constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
@@ -83,15 +92,16 @@ struct Tile {
   static_assert(kSharedBytes <= 227 * 1024, "the stages must fit in 227 KiB of shared memory");
 };
 // The chooser's tiles (gemm_shapes.h) are this kernel's.
-static_assert(kBlockM == gemm_shapes::block_m(gemm_shapes::BlockTile::wide) &&
-                  kBlockM == gemm_shapes::block_m(gemm_shapes::BlockTile::half_wide) &&
-                  gemm_shapes::block_n(gemm_shapes::BlockTile::wide) == 256 &&
-                  gemm_shapes::block_n(gemm_shapes::BlockTile::half_wide) == 128 &&
-                  kBlockK == gemm_shapes::k_tile(gemm_shapes::BlockTile::wide,
-                                                 gemm_shapes::Precision::fp16) &&
-                  kBlockK == gemm_shapes::k_tile(gemm_shapes::BlockTile::half_wide,
-                                                 gemm_shapes::Precision::fp16),
-              "the chooser's wide and half-wide tiles (gemm_shapes.h) are this kernel's tiles");
+template <gemm_shapes::BlockTile kTile, int kBlockN>
+constexpr bool is_this_kernels_tile() {
+  return gemm_shapes::is_wgmma_tile(kTile) && gemm_shapes::block_m(kTile) == kBlockM &&
+         gemm_shapes::block_n(kTile) == kBlockN &&
+         gemm_shapes::k_tile(kTile, gemm_shapes::Precision::fp16) == kBlockK;
+}
+static_assert(is_this_kernels_tile<gemm_shapes::BlockTile::wide, 256>() &&
+                  is_this_kernels_tile<gemm_shapes::BlockTile::half_wide, 128>() &&
+                  is_this_kernels_tile<gemm_shapes::BlockTile::narrow, 64>(),
+              "the chooser's wgmma tiles (gemm_shapes.h) are this kernel's tiles");
 
 struct TileOrigin {
   int row, col;  // the block tile's first row and column in C
@@ -184,6 +194,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                          float* __restrict__ workspace) {
 #if defined(COURSE_HAVE_WGMMA)
   constexpr int kStageBytes = Tile<kBlockN>::kStageBytes;
+  constexpr int kStages = Tile<kBlockN>::kStages;
   extern __shared__ unsigned char dynamic_shared[];
   // Round the base up to 1024 bytes (the launcher asked for 1024 more).
   unsigned char* base = dynamic_shared + ((1024 - hw::smem(dynamic_shared) % 1024) % 1024);
@@ -416,8 +427,8 @@ bool launch_tile(const char* function, int splits, int M, int N, const CUtensorM
 }
 
 // The launcher's entry: the kernel of `block_n` columns (256, the wide tile; 128, the
-// half-wide one), on tensor maps of A and B built here. The caller has checked the GPU
-// (wide_tile_runs_here) and the workspace.
+// half-wide one; 64, the narrow one), on tensor maps of A and B built here. The caller has
+// checked the GPU (wide_tile_runs_here) and the workspace.
 inline bool launch(const char* function, int block_n, int splits, int M, int N, int k,
                    float alpha, const __half* A, const __half* B, int ldb, float beta, float* C,
                    float* workspace, cudaStream_t stream) {
@@ -429,10 +440,20 @@ inline bool launch(const char* function, int block_n, int splits, int M, int N, 
   const CUtensorMap b_map =
       hw::make_tensor_map_2d(B, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(k),
                              static_cast<std::uint64_t>(ldb), kBlockK, kBoxN);
-  return block_n == 256 ? launch_tile<256>(function, splits, M, N, a_map, b_map, k, alpha, beta,
-                                           C, workspace, stream)
-                        : launch_tile<128>(function, splits, M, N, a_map, b_map, k, alpha, beta,
-                                           C, workspace, stream);
+  switch (block_n) {
+    case 256:
+      return launch_tile<256>(function, splits, M, N, a_map, b_map, k, alpha, beta, C,
+                              workspace, stream);
+    case 128:
+      return launch_tile<128>(function, splits, M, N, a_map, b_map, k, alpha, beta, C,
+                              workspace, stream);
+    case 64:
+      return launch_tile<64>(function, splits, M, N, a_map, b_map, k, alpha, beta, C,
+                             workspace, stream);
+    default:
+      throw std::logic_error(std::string(function) + ": no wgmma tile is " +
+                             std::to_string(block_n) + " columns wide");
+  }
 }
 
 }  // namespace course::COURSE_IMPL::wgmma_split_k
