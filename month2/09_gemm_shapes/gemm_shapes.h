@@ -43,7 +43,10 @@ enum class Precision { fp32, fp16 };
 //                      columns), with a deeper pipeline: 8 stages of 24 KiB.
 enum class BlockTile { square, skinny, wide, half_wide, narrow };
 
-// The tiles of m2.08's wgmma kernel (a Hopper built with sm_90a only).
+// The tiles of m2.08's wgmma kernel (a Hopper built with sm_90a only), widest first: the one
+// list the sweep and the tests go through.
+inline constexpr BlockTile kWgmmaTiles[] = {BlockTile::wide, BlockTile::half_wide,
+                                            BlockTile::narrow};
 __host__ __device__ constexpr bool is_wgmma_tile(BlockTile tile) {
   return tile == BlockTile::wide || tile == BlockTile::half_wide || tile == BlockTile::narrow;
 }
@@ -116,8 +119,8 @@ __host__ __device__ constexpr int blocks_per_multiprocessor(BlockTile tile) {
 // pipeline and writing its partial C. 2 for the square and skinny tiles (32 deep in float32,
 // 64 in float16), 16 for the wgmma ones (1024 deep: their pipeline of 192 KiB takes longer to
 // fill, and each of their partials is a 128 x 256, 128 x 128 or 128 x 64 block of floats to
-// write and add again). Both are measured: m2_09_gemm_shapes_sweep's rows on the H200 (README.md, "The
-// chooser").
+// write and add again). Both are measured: m2_09_gemm_shapes_sweep's rows on the H200
+// (README.md, "The chooser").
 __host__ __device__ constexpr int min_k_tiles_per_split(BlockTile tile) {
   return is_wgmma_tile(tile) ? 16 : 2;
 }
@@ -261,7 +264,8 @@ COURSE_DECLARE_IMPLS(
     // after the partials and runs the aligned kernel; with less, it loads them element by
     // element (the predicated kernel, slower; for the wgmma tiles, whose TMA copies cannot, the
     // square tile's). The wgmma tiles (wide, half_wide, narrow) are float16's only:
-    // sgemm_planned rejects them, and hgemm_planned throws course::UnsupportedDevice where wide_tile_runs_here() is false.
+    // sgemm_planned rejects them, and hgemm_planned throws course::UnsupportedDevice where
+    // wide_tile_runs_here() is false.
     // The same arguments always take the same path.
     void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
                        const float* A, const float* B, float beta, float* C, float* workspace,

@@ -153,9 +153,10 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
 }
 
 // The wgmma tiles (wide, half-wide, narrow): m2.08's wgmma kernel (wgmma_split_k.h) on a
-// Hopper. Its TMA copies need aligned rows, so odd sizes go through the padded copies; without room for them,
-// and for K == 0 (nothing to multiply, and a tensor map of zero columns is an error), the
-// square tile's kernels run instead: the same arguments still always take the same path.
+// Hopper. Its TMA copies need aligned rows, so odd sizes go through the padded copies;
+// without room for them, and for K == 0 (nothing to multiply, and a tensor map of zero
+// columns is an error), the square tile's kernels run instead: the same arguments still
+// always take the same path.
 // With 2 .. 8 splits whose clusters all fit on the GPU at once, the kernel adds the partials
 // itself (wgmma_split_k.h); otherwise your reduction does.
 void launch_hgemm_wgmma(const char* function, gemm_shapes::BlockTile tile, int splits, int M,

@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -46,6 +47,7 @@ namespace {
 using course::GemmShape;
 using course::gemm_shapes::BlockTile;
 using course::gemm_shapes::GemmPlan;
+using course::gemm_shapes::kWgmmaTiles;
 using course::gemm_shapes::Precision;
 using course::gemm_shapes::tile_name;
 
@@ -56,9 +58,7 @@ const std::vector<int> kSplits = {1, 2, 3, 4, 6, 8, 12, 16};
 std::vector<BlockTile> tiles_of(Precision precision) {
   std::vector<BlockTile> tiles = {BlockTile::square, BlockTile::skinny};
   if (precision == Precision::fp16 && course::solution::wide_tile_runs_here()) {
-    tiles.push_back(BlockTile::wide);
-    tiles.push_back(BlockTile::half_wide);
-    tiles.push_back(BlockTile::narrow);
+    tiles.insert(tiles.end(), std::begin(kWgmmaTiles), std::end(kWgmmaTiles));
   }
   return tiles;
 }

@@ -46,6 +46,7 @@ namespace {
 using course::gemm_shapes::BlockTile;
 using course::gemm_shapes::GemmPlan;
 using course::gemm_shapes::Precision;
+using course::gemm_shapes::kWgmmaTiles;
 using course::gemm_shapes::tile_name;
 
 constexpr const char* kRangeHint =
@@ -469,16 +470,12 @@ std::vector<course::GemmCase> wide_shapes() {
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, WideHgemmTest,
                          ::testing::Combine(::testing::ValuesIn(wide_shapes()),
-                                            ::testing::Values(BlockTile::wide,
-                                                              BlockTile::half_wide,
-                                                              BlockTile::narrow),
+                                            ::testing::ValuesIn(kWgmmaTiles),
                                             ::testing::Values(1, 2, 3, 7, 16)),
                          planned_case_name);
 INSTANTIATE_TEST_SUITE_P(Edges, WideHgemmTest,
                          ::testing::Combine(::testing::ValuesIn(edge_shapes()),
-                                            ::testing::Values(BlockTile::wide,
-                                                              BlockTile::half_wide,
-                                                              BlockTile::narrow),
+                                            ::testing::ValuesIn(kWgmmaTiles),
                                             ::testing::Values(1, 5, 64)),
                          planned_case_name);
 INSTANTIATE_TEST_SUITE_P(
@@ -492,8 +489,7 @@ INSTANTIATE_TEST_SUITE_P(
 // where it is.
 const auto kMidSectorCases =
     ::testing::Combine(::testing::Values(course::GemmCase{{2049, 520, 264}, 1.0f, -0.5f}),
-                       ::testing::Values(BlockTile::wide, BlockTile::half_wide,
-                                         BlockTile::narrow),
+                       ::testing::ValuesIn(kWgmmaTiles),
                        ::testing::Values(1, 3));
 INSTANTIATE_TEST_SUITE_P(MidSectorRows, WideHgemmTest, kMidSectorCases, planned_case_name);
 INSTANTIATE_TEST_SUITE_P(MidSectorRows, WidePredicatedHgemmTest, kMidSectorCases,
@@ -594,7 +590,7 @@ TEST_F(ShapesArgumentsTest, BadPlansAreRejected) {
                                            buffer.data(), nullptr, 0),
                std::invalid_argument);
   // The wgmma tiles are float16's wgmma kernel only.
-  for (const BlockTile tile : {BlockTile::wide, BlockTile::half_wide, BlockTile::narrow}) {
+  for (const BlockTile tile : kWgmmaTiles) {
     EXPECT_THROW(course::impl::sgemm_planned({tile, 1}, 8, 8, 64, 1.0f, f, f, 0.0f, buffer.data(),
                                              buffer.data(), buffer.size()),
                  std::invalid_argument)
@@ -628,7 +624,7 @@ TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
     EXPECT_FALSE(runs) << "wide_tile_runs_here() says yes, but " << reason;
     course::DeviceBuffer<float> buffer(64 * 64);
     const auto* h = reinterpret_cast<const __half*>(buffer.data());
-    for (const BlockTile tile : {BlockTile::wide, BlockTile::half_wide, BlockTile::narrow}) {
+    for (const BlockTile tile : kWgmmaTiles) {
       EXPECT_THROW(course::impl::hgemm_planned({tile, 1}, 64, 64, 64, 1.0f, h, h, 0.0f,
                                                buffer.data(), nullptr, 0),
                    course::UnsupportedDevice)
