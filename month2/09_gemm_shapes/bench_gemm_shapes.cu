@@ -50,7 +50,7 @@ void hgemm_on_mma_sync_tiles(int M, int N, int K, float alpha, const __half* A, 
   static std::unique_ptr<course::DeviceBuffer<float>> workspace;
   const gs::GemmPlan plan = course::solution::choose_gemm_plan(
       M, N, K, gs::Precision::fp16, course::bench::device().sm_count, gs::kSharedWorkspaceFloats,
-      /*wide_tile_available=*/false);
+      gs::WgmmaCapacity{});
   const std::size_t floats =
       std::max<std::size_t>(gs::hgemm_workspace_floats(plan, M, N, K, A, B), 1);
   if (!workspace || workspace->size() < floats) {

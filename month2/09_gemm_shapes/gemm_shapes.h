@@ -73,9 +73,28 @@ inline constexpr int kNarrowBlockN = 64;      // the narrow tile
 inline constexpr int kSkinnyMaxM = 64;        // the chooser takes the skinny tile up to this M
 inline constexpr int kMaxSplits = 16;         // the chooser never splits K more often
 inline constexpr int kMaxPlannedSplits = 64;  // the planned launchers accept up to this
-// The wide tile's splits of one tile run as a thread block cluster up to this many, and add
+// The wgmma tiles' splits of one tile run as a thread block cluster up to this many, and add
 // their partials there (wgmma_split_k.h): no workspace, no second kernel.
 inline constexpr int kMaxClusterSplits = 8;
+
+// What the chooser knows of the wgmma tiles on a GPU (wgmma_capacity_here() asks the current
+// one): whether they run there at all, and how many clusters of s blocks each run at once
+// there, for s = 2 .. kMaxClusterSplits splits of one tile. The blocks of a cluster must
+// share one group of SMs (a GPC), so fewer fit than SMs / s: on the H200's 132 SMs, 66
+// clusters of 2, 39 of 3, 30 of 4, 22 of 5, 17 of 6, 15 of 7 and 15 of 8. A plan whose
+// clusters do not all fit at once sends its partials through the workspace and a second
+// kernel instead, which the sweep measured slower (README.md, "The chooser").
+struct WgmmaCapacity {
+  bool runs = false;
+  int concurrent_clusters[kMaxClusterSplits + 1] = {};  // [s]; entries 0 and 1 unused
+};
+
+// The share of one wave (blocks per wave = SMs, one wgmma block each) a plan of a wgmma tile
+// must fill, in percent, for the chooser to keep that tile rather than try the next narrower
+// one. A narrower tile reuses each loaded value less (a 128 x 64 tile reads B's 64 columns
+// for 128 rows, a 128 x 256 one for the same rows and four times the columns), so it pays
+// only where it fills SMs that would be idle: measured with the sweep on the H200.
+inline constexpr int kMinWaveFillPercent = 75;
 // The workspace sgemm_shapes and hgemm_shapes plan their partials in: 64 MiB per device.
 inline constexpr std::size_t kSharedWorkspaceFloats = std::size_t{16} << 20;
 
@@ -241,13 +260,14 @@ COURSE_DECLARE_IMPLS(
 
     // Yours, in shape_chooser.cu (m2.09c): the plan for an M x N x K GEMM in `precision` on a GPU
     // with `multiprocessors` SMs, when `workspace_floats` floats of workspace are available.
-    // `wide_tile_available`: whether the wide tile's wgmma kernel runs on that GPU (pass
-    // wide_tile_runs_here() for the current one); the given part of the chooser then takes it
-    // for float16 unless M is small. Host code, no GPU needed: the tests check its decisions
-    // on a table of shapes.
+    // `wgmma`: whether the wgmma tiles run on that GPU, and how many of their clusters fit
+    // (pass wgmma_capacity_here() for the current one, WgmmaCapacity{} for none); the given
+    // part of the chooser then takes the wide tile for float16 unless M is small, and your
+    // part may narrow it. Host code, no GPU needed: the tests check its decisions on a table
+    // of shapes.
     gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precision precision,
                                            int multiprocessors, std::size_t workspace_floats,
-                                           bool wide_tile_available);
+                                           const gemm_shapes::WgmmaCapacity& wgmma);
 
     // Given (wgmma_split_k.h): whether hgemm_planned can run the wgmma tiles (wide, half_wide,
     // narrow) on the current GPU:
@@ -255,6 +275,12 @@ COURSE_DECLARE_IMPLS(
     // COURSE_COMPUTE_CAPABILITY=8.0 says no), and this library built with sm_90a machine code
     // (CMAKE_CUDA_ARCHITECTURES with 90 in it), which the runtime loaded. Needs a GPU.
     bool wide_tile_runs_here();
+
+    // Given (gemm_shapes_given.cuh): the current GPU's WgmmaCapacity: runs =
+    // wide_tile_runs_here(), and where it runs, cudaOccupancyMaxActiveClusters for the wgmma
+    // kernel in clusters of 2 .. kMaxClusterSplits blocks (asked once per device, then kept).
+    // Needs a GPU.
+    gemm_shapes::WgmmaCapacity wgmma_capacity_here();
 
     // One GEMM run as `plan` says. `workspace` (device memory, workspace_floats(plan, M, N)
     // floats or more; may be null when splits == 1) holds the partial products. plan.splits

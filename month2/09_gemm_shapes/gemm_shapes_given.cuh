@@ -171,7 +171,7 @@ void launch_hgemm_wgmma(const char* function, gemm_shapes::BlockTile tile, int s
              ? "but this build has no sm_90a machine code for it (configure with 90 in "
                "CMAKE_CUDA_ARCHITECTURES)"
              : "which needs a Hopper GPU (compute capability 9.0: H100, H200)") +
-        "; plan with choose_gemm_plan(..., wide_tile_runs_here())");
+        "; plan with choose_gemm_plan(..., wgmma_capacity_here())");
   }
   bool reduced = false;  // the kernel added its splits in clusters
   const bool repitch_b = gemm_shapes::repitches_b(tile, M, N, K, B);
@@ -239,6 +239,19 @@ bool wide_tile_runs_here() {
   return hopper::is_hopper_gpu() && wgmma_split_k::sm90a_code_loaded();
 }
 
+gemm_shapes::WgmmaCapacity wgmma_capacity_here() {
+  gemm_shapes::WgmmaCapacity capacity;
+  capacity.runs = wide_tile_runs_here();
+  if (!capacity.runs) return capacity;
+  // Every wgmma width takes the same 192 KiB of stages and one SM per block, so the wide
+  // kernel's count stands for all three.
+  for (int splits = 2; splits <= gemm_shapes::kMaxClusterSplits; ++splits) {
+    capacity.concurrent_clusters[splits] =
+        wgmma_split_k::concurrent_clusters<gemm_shapes::kWideBlockN>(splits);
+  }
+  return capacity;
+}
+
 void sgemm_planned(const gemm_shapes::GemmPlan& plan, int M, int N, int K, float alpha,
                    const float* A, const float* B, float beta, float* C, float* workspace,
                    std::size_t workspace_floats, cudaStream_t stream) {
@@ -289,11 +302,11 @@ void sgemm_shapes(int M, int N, int K, float alpha, const float* A, const float*
   if (M == 0 || N == 0) return;
   gemm_shapes::GemmPlan plan =
       choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp32, multiprocessor_count(),
-                       kSharedWorkspaceFloats, /*wide_tile_available=*/false);
+                       kSharedWorkspaceFloats, gemm_shapes::WgmmaCapacity{});
   const Workspace workspace = shared_workspace(gemm_shapes::workspace_floats(plan, M, N), stream);
   if (workspace.floats < gemm_shapes::workspace_floats(plan, M, N)) {  // captured, none yet
     plan = choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp32, multiprocessor_count(),
-                            workspace.floats, /*wide_tile_available=*/false);
+                            workspace.floats, gemm_shapes::WgmmaCapacity{});
   }
   sgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace.data, workspace.floats, stream);
 }
@@ -302,17 +315,17 @@ void hgemm_shapes(int M, int N, int K, float alpha, const __half* A, const __hal
                   float* C, cudaStream_t stream) {
   require_gemm_arguments("hgemm_shapes", M, N, K);
   if (M == 0 || N == 0) return;
-  // On a Hopper built for it, the chooser may take the wide tile (m2.08's wgmma kernel).
-  const bool wide = wide_tile_runs_here();
+  // On a Hopper built for it, the chooser may take a wgmma tile (m2.08's kernel).
+  const gemm_shapes::WgmmaCapacity wgmma = wgmma_capacity_here();
   gemm_shapes::GemmPlan plan = choose_gemm_plan(
-      M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(), kSharedWorkspaceFloats, wide);
+      M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(), kSharedWorkspaceFloats, wgmma);
   // Odd sizes and misaligned operands: room for the padded copies after the partials.
   const std::size_t partials = gemm_shapes::workspace_floats(plan, M, N);
   const Workspace workspace =
       shared_workspace(gemm_shapes::hgemm_workspace_floats(plan, M, N, K, A, B), stream);
   if (workspace.floats < partials) {  // captured, none yet
     plan = choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp16, multiprocessor_count(),
-                            workspace.floats, wide);
+                            workspace.floats, wgmma);
   }
   hgemm_planned(plan, M, N, K, alpha, A, B, beta, C, workspace.data, workspace.floats, stream);
 }

@@ -129,7 +129,10 @@ template <typename Input>
 void print_table(const std::string& family, Precision precision,
                  const std::vector<GemmShape>& shapes) {
   const int sms = course::bench::device().sm_count;
-  const bool wide = precision == Precision::fp16 && course::solution::wide_tile_runs_here();
+  const course::gemm_shapes::WgmmaCapacity wgmma = precision == Precision::fp16
+                                                       ? course::solution::wgmma_capacity_here()
+                                                       : course::gemm_shapes::WgmmaCapacity{};
+  const bool wide = wgmma.runs;
   std::printf(
       "\n%s (%s): time of each plan / time of %s; < fastest plan, * the chooser's pick "
       "(%d SMs)\n",
@@ -148,7 +151,7 @@ void print_table(const std::string& family, Precision precision,
         family, course::bench::gemm_baseline_name<Input>(), shape);
     const GemmPlan pick =
         course::solution::choose_gemm_plan(shape.M, shape.N, shape.K, precision, sms,
-                                           course::gemm_shapes::kSharedWorkspaceFloats, wide);
+                                           course::gemm_shapes::kSharedWorkspaceFloats, wgmma);
     double best = 0.0;
     for (const GemmPlan& plan : plans_for(precision, shape))
       best = std::max(best, course::bench::measured_gemm_tflops(family, plan_name(plan), shape));

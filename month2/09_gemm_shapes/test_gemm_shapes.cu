@@ -58,7 +58,8 @@ constexpr const char* kSplitHint =
     "month2/09_gemm_shapes/gemm_shapes.cu";
 constexpr const char* kChooserHint =
     "look at TODO(m2.09c) (choose_gemm_plan: tiles, splits from the multiprocessors, the "
-    "k-tile and workspace caps) in month2/09_gemm_shapes/shape_chooser.cu";
+    "k-tile, workspace and cluster caps, then the width of a wgmma tile by how much of a wave "
+    "it fills) in month2/09_gemm_shapes/shape_chooser.cu";
 constexpr const char* kAllHint =
     "look at TODO(m2.09a) and TODO(m2.09b) in month2/09_gemm_shapes/gemm_shapes.cu and "
     "TODO(m2.09c) in month2/09_gemm_shapes/shape_chooser.cu";
@@ -117,6 +118,16 @@ TEST(SplitKTiles, RangesCoverKInOrderWithoutGapsAndBalanced) {
 
 // --- CPU: the chooser's decisions -------------------------------------------------------------
 
+using course::gemm_shapes::WgmmaCapacity;
+
+// No wgmma tiles: a GPU other than a Hopper, or float32.
+const WgmmaCapacity kNoWgmma{};
+// An H200 (132 SMs): the clusters of 2 .. 8 blocks of the wgmma kernel that run at once, as
+// cudaOccupancyMaxActiveClusters gave them (wgmma_capacity_here()).
+const WgmmaCapacity kH200{true, {0, 0, 66, 39, 30, 22, 17, 15, 15}};
+// A smaller Hopper, 108 SMs, with fewer clusters of each size.
+const WgmmaCapacity kSmallerHopper{true, {0, 0, 54, 32, 24, 18, 14, 12, 12}};
+
 struct ChooserCase {
   int M, N, K;
   Precision precision;
@@ -125,12 +136,13 @@ struct ChooserCase {
   BlockTile tile;
   int splits;
   const char* why;
-  bool wide_tile_available = false;  // a Hopper: the wgmma kernel runs
+  const WgmmaCapacity* wgmma = &kNoWgmma;
 };
 
 constexpr std::size_t kBig = course::gemm_shapes::kSharedWorkspaceFloats;  // of the *_shapes
 
 TEST(ShapeChooser, DecisionsOnATableOfShapes) {
+  const WgmmaCapacity* const h200 = &kH200;
   const std::vector<ChooserCase> cases = {
       // Enough tiles: no split.
       {4096, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::square, 1, "1024 tiles >= 132"},
@@ -167,59 +179,87 @@ TEST(ShapeChooser, DecisionsOnATableOfShapes) {
       // Empty problems.
       {0, 4096, 4096, Precision::fp32, 132, kBig, BlockTile::skinny, 1, "M = 0"},
       {1024, 1024, 0, Precision::fp32, 132, kBig, BlockTile::square, 1, "K = 0"},
-      // A Hopper: float16 on the wide 128 x 256 tile (k-tiles of 64), one block per SM, so
-      // the splits stop at one wave: floor(132 / tiles).
-      {4096, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 1, "512 wide tiles", true},
+      // An H200: float16 on the wgmma tiles (k-tiles of 64), one block per SM, so the splits
+      // stop at one wave: floor(132 / tiles). Enough wide tiles for a wave: wide, no split.
+      {4096, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 1, "512 wide tiles", h200},
       {4096, 11008, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 1, "1376 wide tiles",
-       true},
-      {3000, 5000, 2000, Precision::fp16, 132, kBig, BlockTile::wide, 1, "480 wide tiles", true},
-      {4093, 4099, 4097, Precision::fp16, 132, kBig, BlockTile::wide, 1, "544 wide tiles", true},
-      {1024, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::wide, 4,
-       "32 wide tiles: floor(132 / 32) = 4 (5 would leave a second wave of 28)", true},
-      {128, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::wide, 4,
-       "16 wide tiles: floor(132 / 16) = 8, but 64 k-tiles of 64 allow 4", true},
-      {512, 512, 512, Precision::fp16, 132, kBig, BlockTile::wide, 1,
-       "8 k-tiles of 64: no split", true},
-      {256, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::wide, 8,
-       "8 wide tiles: floor(132 / 8) = 16, but 128 k-tiles of 64 allow 8", true},
-      {200, 200, 1 << 15, Precision::fp16, 132, kBig, BlockTile::wide, 16, "2 wide tiles",
-       true},  // floor(132 / 2) = 66, 512 k-tiles allow 32: kMaxSplits
-      {1024, 1024, 8192, Precision::fp16, 108, kBig, BlockTile::wide, 3, "108 SMs, 32 tiles",
-       true},
-      {1024, 1024, 8192, Precision::fp16, 132, std::size_t{2} << 20, BlockTile::wide, 2,
-       "wide: workspace for 2 partials", true},
-      {1024, 1024, 0, Precision::fp16, 132, kBig, BlockTile::wide, 1, "wide, K = 0", true},
+       h200},
+      {3000, 5000, 2000, Precision::fp16, 132, kBig, BlockTile::wide, 1, "480 wide tiles", h200},
+      {4093, 4099, 4097, Precision::fp16, 132, kBig, BlockTile::wide, 1, "544 wide tiles", h200},
+      {2048, 2048, 2048, Precision::fp16, 132, kBig, BlockTile::wide, 1,
+       "128 wide tiles fill 96% of the wave", h200},
+      {512, 4608, 1568, Precision::fp16, 132, kBig, BlockTile::wide, 1,
+       "72 wide tiles fill 54%, but 144 half-wide or 288 narrow ones need two waves", h200},
+      // Too few wide tiles: the splits' clusters must fit, then the first width that fills
+      // three quarters of the wave.
+      {1024, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::half_wide, 2,
+       "32 wide tiles: 4 splits, but 32 clusters of 4 do not fit (30), 3 fill 72%; 64 "
+       "half-wide tiles: floor(132 / 64) = 2 splits, 96%",
+       h200},
+      {128, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::narrow, 2,
+       "16 wide tiles: 64 k-tiles allow 4 splits, 48%; 32 half-wide ones: 4, clusters cap "
+       "3, 72%; 64 narrow ones: 2 splits, 96%",
+       h200},
+      {256, 2304, 6272, Precision::fp16, 132, kBig, BlockTile::half_wide, 3,
+       "18 wide tiles: 6 splits, 17 clusters of 6 fit, 5: 68%; 36 half-wide: 3 splits, 81%",
+       h200},
+      // None fills three quarters: the one that fills the most, the wider of equals.
+      {512, 512, 512, Precision::fp16, 132, kBig, BlockTile::narrow, 1,
+       "8 k-tiles of 64: no split; 8, 16 or 32 tiles: the narrow tile's 32", h200},
+      {256, 1024, 8192, Precision::fp16, 132, kBig, BlockTile::half_wide, 6,
+       "8 wide tiles x 8 splits: 48%; 16 half-wide: 8 splits, clusters cap 6: 72%; 32 narrow: "
+       "4, clusters cap 3: 72%",
+       h200},
+      // More than kMaxClusterSplits splits go through the workspace: no clusters to fit.
+      {200, 200, 1 << 15, Precision::fp16, 132, kBig, BlockTile::narrow, 16,
+       "2 x 4 narrow tiles, 512 k-tiles allow 32 splits: kMaxSplits, 97%", h200},
+      {1024, 1024, 8192, Precision::fp16, 108, kBig, BlockTile::wide, 3,
+       "108 SMs, 32 wide tiles: 3 splits fill 88%", &kSmallerHopper},
+      {1024, 1024, 8192, Precision::fp16, 132, std::size_t{1} << 20, BlockTile::narrow, 1,
+       "workspace for 1 partial: no split; 128 narrow tiles fill 96%", h200},
+      {1024, 1024, 0, Precision::fp16, 132, kBig, BlockTile::wide, 1, "wide, K = 0", h200},
       // ... but few rows stay on the skinny tile, and float32 on its own tiles.
-      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 8, "M = 16, Hopper", true},
-      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 4, "fp32, Hopper", true},
+      {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 8, "M = 16, Hopper", h200},
+      {1024, 1024, 8192, Precision::fp32, 132, kBig, BlockTile::square, 4, "fp32, Hopper", h200},
   };
   for (const ChooserCase& c : cases) {
     const GemmPlan plan =
         course::impl::choose_gemm_plan(c.M, c.N, c.K, c.precision, c.multiprocessors,
-                                       c.workspace_floats, c.wide_tile_available);
+                                       c.workspace_floats, *c.wgmma);
     EXPECT_TRUE(plan.tile == c.tile && plan.splits == c.splits)
         << c.M << " x " << c.N << " x " << c.K << " "
         << (c.precision == Precision::fp32 ? "fp32" : "fp16") << " on " << c.multiprocessors
-        << " SMs" << (c.wide_tile_available ? " of a Hopper" : "") << ", workspace "
+        << " SMs" << (c.wgmma->runs ? " of a Hopper" : "") << ", workspace "
         << c.workspace_floats << " floats (" << c.why << "): expected "
         << tile_name(c.tile) << " x " << c.splits << " splits, got " << tile_name(plan.tile)
         << " x " << plan.splits << " splits. " << kChooserHint;
   }
 }
 
-TEST(ShapeChooser, PlansAlwaysFitTheirWorkspace) {
+TEST(ShapeChooser, PlansAlwaysFitTheirWorkspaceAndTheirClusters) {
+  namespace gs = course::gemm_shapes;
   for (int M : {1, 16, 64, 65, 128, 1000, 4096}) {
     for (int N : {1, 100, 4096}) {
       for (int K : {1, 100, 8192, 100000}) {
         for (std::size_t workspace : {std::size_t{0}, std::size_t{1} << 16, kBig}) {
-          for (const bool wide : {false, true}) {
-            const Precision precision = wide ? Precision::fp16 : Precision::fp32;
+          for (const WgmmaCapacity* wgmma : {&kNoWgmma, &kH200, &kSmallerHopper}) {
+            const Precision precision = wgmma->runs ? Precision::fp16 : Precision::fp32;
             const GemmPlan plan =
-                course::impl::choose_gemm_plan(M, N, K, precision, 132, workspace, wide);
-            EXPECT_TRUE(plan.splits >= 1 && plan.splits <= course::gemm_shapes::kMaxSplits &&
-                        course::gemm_shapes::workspace_floats(plan, M, N) <= workspace)
-                << M << " x " << N << " x " << K << (wide ? " fp16 on a Hopper" : " fp32")
-                << ", workspace " << workspace << " floats: got " << plan.splits << " splits. "
+                course::impl::choose_gemm_plan(M, N, K, precision, 132, workspace, *wgmma);
+            const long long tiles = static_cast<long long>((M + gs::block_m(plan.tile) - 1) /
+                                                           gs::block_m(plan.tile)) *
+                                    ((N + gs::block_n(plan.tile) - 1) / gs::block_n(plan.tile));
+            const bool clustered = gs::is_wgmma_tile(plan.tile) && plan.splits >= 2 &&
+                                   plan.splits <= gs::kMaxClusterSplits;
+            EXPECT_TRUE(plan.splits >= 1 && plan.splits <= gs::kMaxSplits &&
+                        gs::workspace_floats(plan, M, N) <= workspace &&
+                        (gs::is_wgmma_tile(plan.tile) == (wgmma->runs && M > gs::kSkinnyMaxM)) &&
+                        (!clustered || tiles <= wgmma->concurrent_clusters[plan.splits]))
+                << M << " x " << N << " x " << K << (wgmma->runs ? " fp16 on a Hopper" : " fp32")
+                << ", workspace " << workspace << " floats: got " << tile_name(plan.tile) << " x "
+                << plan.splits << " splits (" << tiles
+                << " tiles); the splits must fit the workspace, and 2 .. kMaxClusterSplits "
+                   "splits of a wgmma tile their clusters. "
                 << kChooserHint;
           }
         }
@@ -617,7 +657,7 @@ std::vector<float> run_half_gemm(course::GemmFnOf<__half> gemm, course::GemmShap
   return device_c.to_host();
 }
 
-TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
+TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsAWgmmaTile) {
   const std::string reason = wide_tile_absent_reason();
   const bool runs = course::impl::wide_tile_runs_here();
   if (!reason.empty()) {
@@ -638,10 +678,11 @@ TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
                        "(CMakeLists.txt adds sm_90a where CMAKE_CUDA_ARCHITECTURES has 90)";
   const int sms = course::query_device().sm_count;
   const course::GemmShape shape{512, 1024, 4096};
-  const GemmPlan plan = course::impl::choose_gemm_plan(shape.M, shape.N, shape.K, Precision::fp16,
-                                                       sms, kBig, runs);
-  ASSERT_EQ(plan.tile, BlockTile::wide)
-      << "on a Hopper the chooser's given part takes the wide tile for float16 and M > 64";
+  const GemmPlan plan = course::impl::choose_gemm_plan(
+      shape.M, shape.N, shape.K, Precision::fp16, sms, kBig, course::impl::wgmma_capacity_here());
+  ASSERT_TRUE(course::gemm_shapes::is_wgmma_tile(plan.tile))
+      << "on a Hopper the chooser takes a wgmma tile for float16 and M > 64, got "
+      << tile_name(plan.tile) << ". " << kChooserHint;
   g_plan = plan;
   course::GuardedBuffer<float> workspace(planned_hgemm_workspace(plan, shape, true));
   g_workspace = &workspace;
@@ -649,8 +690,8 @@ TEST_F(ShapesArgumentsTest, OnAHopperFloat16RunsTheWideTile) {
   g_workspace = nullptr;
   const std::vector<float> shapes = run_half_gemm(course::impl::hgemm_shapes, shape);
   EXPECT_EQ(std::memcmp(planned.data(), shapes.data(), planned.size() * sizeof(float)), 0)
-      << course::to_string(shape) << ": hgemm_shapes must run the chooser's plan (the wide tile, "
-      << plan.splits << " splits) on a Hopper, giving the same bits as hgemm_planned. "
+      << course::to_string(shape) << ": hgemm_shapes must run the chooser's plan (the "
+      << tile_name(plan.tile) << " tile, " << plan.splits << " splits) on a Hopper, giving the same bits as hgemm_planned. "
       << kChooserHint;
 }
 

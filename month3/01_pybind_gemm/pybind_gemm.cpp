@@ -73,8 +73,8 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   //   6. the plan for this shape (m2.09): precision gemm_shapes::Precision::fp32 or ::fp16 by
   //      the dtype, multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount,
   //      plan = course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors,
-  //      kMaxWorkspaceFloats, course::impl::wide_tile_runs_here()) (the last: whether m2.09's
-  //      wgmma tile runs on this GPU);
+  //      kMaxWorkspaceFloats, course::impl::wgmma_capacity_here()) (the last: whether m2.09's
+  //      wgmma tiles run on this GPU, and how many of their clusters fit);
   //   7. its workspace from PyTorch's caching allocator, on this stream:
   //      floats = gemm_workspace_floats(plan, a, b) (pybind_gemm.h; 0 when nothing is needed);
   //      at::empty({floats}, a.options().dtype(at::kFloat)), its data_ptr<float>() (nullptr

@@ -249,7 +249,7 @@ void planned_hgemm(const char* op, int M, int N, int K, const __half* A, const _
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const gemm_shapes::GemmPlan plan =
       impl::choose_gemm_plan(M, N, K, gemm_shapes::Precision::fp16, sms,
-                             gemm_shapes::kSharedWorkspaceFloats, impl::wide_tile_runs_here());
+                             gemm_shapes::kSharedWorkspaceFloats, impl::wgmma_capacity_here());
   const std::size_t floats = gemm_shapes::hgemm_workspace_floats(plan, M, N, K, A, B);
   at::Tensor workspace;
   if (floats > 0) {

@@ -133,7 +133,7 @@ at::Tensor launch_gemm(const at::Tensor& a_in, const at::Tensor& b_in, double al
   const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const gemm_shapes::GemmPlan plan =
       course::impl::choose_gemm_plan(M, N, K, precision, multiprocessors, kMaxWorkspaceFloats,
-                                     course::impl::wide_tile_runs_here());
+                                     course::impl::wgmma_capacity_here());
   const std::size_t workspace_floats = gemm_workspace_floats(plan, a, b);
   const at::Tensor workspace =
       at::empty({static_cast<std::int64_t>(workspace_floats)}, a.options().dtype(at::kFloat));
