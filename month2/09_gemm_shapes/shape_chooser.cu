@@ -51,6 +51,8 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   // take the first whose blocks (tiles x splits) fill at least kMinWaveFillPercent of one
   // wave (multiprocessors blocks); if none does, the one that fills the most, the wider of
   // equals, counting a plan of more blocks than one wave as 0 (so the wide tile on a large C).
+  // Skip a tile other than the narrow one when block_n(tile) >= 2 x N: the next narrower tile
+  // has the same one column of tiles, with fewer columns of zeros.
   // Examples (132 SMs, a large workspace): 16 x 4096 x 4096 in fp32 is skinny, 1 x 32 tiles,
   // 2 x 132 = 264 blocks per wave, floor(264 / 32) = 8 splits; 256 k-tiles allow 128; so 8.
   // 1024 x 1024 x 8192 in fp16 on an H200: the wide tile is 8 x 4 tiles, floor(132 / 32) = 4

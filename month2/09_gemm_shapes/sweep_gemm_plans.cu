@@ -20,10 +20,14 @@
 // accumulation. Every row is verified against a float64 reference before it is timed
 // (course/gemm_benchmark.h: L2 flushed before every iteration, CUDA events).
 //
+// One more row per shape, `chooser`, times sgemm_shapes / hgemm_shapes: the chooser's pick as
+// the entry points run it, whatever its number of splits (14 is not in the list above).
+//
 // It prints the Google Benchmark rows (cublas_pct: the plan's share of cuBLAS), then one table
 // per precision: for each shape, each plan's time over cuBLAS's (1.00: as fast as cuBLAS;
-// lower is better), the fastest plan marked <, the chooser's pick marked *. One repetition per
-// row by default (--benchmark_repetitions=N for more: the table then shows the last one).
+// lower is better), the fastest plan marked <, the chooser's pick marked *, and a last line
+// with the chooser's row and its plan. One repetition per row by default
+// (--benchmark_repetitions=N for more: the table then shows the last one).
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -122,6 +126,18 @@ void register_sweep(const std::string& family, Precision precision,
           fitting);
     }
   }
+  // The entry point: the chooser's pick, with the process's shared workspace.
+  course::bench::register_gemm_shape_row<Input>(
+      family, "chooser",
+      [](const GemmShape& s, float alpha, const Input* A, const Input* B, float beta, float* C,
+         cudaStream_t stream) {
+        if constexpr (std::is_same_v<Input, float>) {
+          course::solution::sgemm_shapes(s.M, s.N, s.K, alpha, A, B, beta, C, stream);
+        } else {
+          course::solution::hgemm_shapes(s.M, s.N, s.K, alpha, A, B, beta, C, stream);
+        }
+      },
+      shapes);
 }
 
 // The table of one precision: plan time over cuBLAS time, per shape.
@@ -169,6 +185,11 @@ void print_table(const std::string& family, Precision precision,
         std::printf(" %5.2f%c%c", cublas / mine, mine == best ? '<' : ' ', picked ? '*' : ' ');
       }
       std::printf("\n");
+    }
+    const double chosen = course::bench::measured_gemm_tflops(family, "chooser", shape);
+    if (chosen > 0.0 && cublas > 0.0) {
+      std::printf("%-20s %-9s %5.2f   (%s, %d splits)\n", course::to_string(shape).c_str(),
+                  "chooser", cublas / chosen, tile_name(pick.tile), pick.splits);
     }
   }
 }

@@ -217,6 +217,11 @@ TEST(ShapeChooser, DecisionsOnATableOfShapes) {
        "108 SMs, 32 wide tiles: 3 splits fill 88%", &kSmallerHopper},
       {1024, 1024, 8192, Precision::fp16, 132, std::size_t{1} << 20, BlockTile::narrow, 1,
        "workspace for 1 partial: no split; 128 narrow tiles fill 96%", h200},
+      // C narrower than half a tile: the narrower tile, the same tiles with fewer zeros.
+      {128, 64, 25088, Precision::fp16, 132, kBig, BlockTile::narrow, 16,
+       "N = 64: one tile of any width; 392 k-tiles allow 24 splits, kMaxSplits", h200},
+      {256, 100, 6272, Precision::fp16, 132, kBig, BlockTile::narrow, 6,
+       "N = 100: no wide tile (256 >= 200); 2 half-wide tiles x 6 or 4 narrow ones x 6", h200},
       {1024, 1024, 0, Precision::fp16, 132, kBig, BlockTile::wide, 1, "wide, K = 0", h200},
       // ... but few rows stay on the skinny tile, and float32 on its own tiles.
       {16, 4096, 4096, Precision::fp16, 132, kBig, BlockTile::skinny, 8, "M = 16, Hopper", h200},

@@ -107,10 +107,13 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   if (!is_wgmma_tile(plan.tile)) return plan;
   // The wgmma tiles, widest first: the first whose plan fills kMinWaveFillPercent of one wave
   // or more; where none does, the one that fills the most (the wider of equals). A plan that
-  // needs more than one wave counts 0, so a wide tile that fills the GPU stays wide.
+  // needs more than one wave counts 0, so a wide tile that fills the GPU stays wide. A tile at
+  // least twice as wide as C is skipped: the next narrower one has the same single column of
+  // tiles, with fewer columns of zeros to multiply.
   GemmPlan best = plan;
   long long best_fill = -1;
   for (const BlockTile tile : kWgmmaTiles) {
+    if (tile != BlockTile::narrow && block_n(tile) >= 2LL * N) continue;
     const GemmPlan candidate{
         tile, splits_for(tile, M, N, K, precision, multiprocessors, workspace_floats, wgmma)};
     const long long fill = wave_fill_percent(candidate, M, N, multiprocessors);
