@@ -10,8 +10,12 @@ the precision:
   gemm_fp32/exercise/n:4096           yours (with --include-exercise)
   gemm_fp16/torch_matmul/n:4096       torch.matmul, float16 in and out, float32 accumulation
                                       (reduced-precision reductions off)
+  gemm_fp16/torch_mm_fp32_out/n:4096  torch.mm(a, b, out_dtype=torch.float32): float16 in,
+                                      float32 out, the output optimized_gemm gives (PyTorch
+                                      versions whose torch.mm has out_dtype; left out elsewhere)
   gemm_fp16/solution/n:4096           optimized_gemm, float16 in, float32 out: m2.09's plan,
-                                      float16 on m2.07's tensor-core main loop
+                                      float16 on m2.07's tensor-core main loop (m2.08's wgmma
+                                      kernel on a Hopper)
   shapes_fp32/torch_matmul/M:16/N:4096/K:4096   the same two on the shapes layers have (m2.09's
   shapes_fp32/solution/M:16/N:4096/K:4096       list: small M, long K, odd sizes, the squares),
   shapes_fp16/...                               float32 and float16
@@ -85,6 +89,16 @@ def set_precision():
         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
 
 
+def mm_has_out_dtype():
+    """Whether this PyTorch's torch.mm takes out_dtype=torch.float32 for float16 inputs on the GPU
+    (cuBLAS writing float32 C, as optimized_gemm does): newer PyTorch 2.x only."""
+    a = torch.ones(8, 8, device="cuda", dtype=torch.float16)
+    try:
+        return torch.mm(a, a, out_dtype=torch.float32).dtype == torch.float32
+    except (TypeError, RuntimeError):
+        return False
+
+
 def checker(expected, input_dtype, k):
     """check(result): raises unless result ~= expected (float64), on the GPU, no host copy."""
     rtol, atol = testing.gemm_tolerance(input_dtype, k)
@@ -109,9 +123,10 @@ def load(impl, rows, names):
         return None
 
 
-def bench_product(rows, timer, modules, family, size, m, n, k, dtype, label, seed):
-    """The rows of one M x N x K product and precision, named <family>/<impl>/<size>: torch.matmul,
-    then each implementation's optimized_gemm; the tensors are freed when it returns."""
+def bench_product(rows, timer, modules, family, size, m, n, k, dtype, label, seed, fp32_out_mm):
+    """The rows of one M x N x K product and precision, named <family>/<impl>/<size>: torch.matmul
+    (in float16 also torch.mm with float32 out, where `fp32_out_mm`), then each implementation's
+    optimized_gemm; the tensors are freed when it returns."""
     generator = torch.Generator(device="cuda").manual_seed(seed)
     a = (torch.rand(m, k, device="cuda", generator=generator) * 2 - 1).to(dtype)
     b = (torch.rand(k, n, device="cuda", generator=generator) * 2 - 1).to(dtype)
@@ -120,6 +135,11 @@ def bench_product(rows, timer, modules, family, size, m, n, k, dtype, label, see
     torch_label = "fp32, TF32 off" if dtype == torch.float32 else "fp16 in, fp16 out, fp32 accumulate"
     benchmarking.measure(rows, timer, f"{family}/torch_matmul/{size}", lambda: torch.matmul(a, b), check,
                          TFLOPS=rate, label=torch_label)
+    if dtype == torch.float16 and fp32_out_mm:
+        # The same output as optimized_gemm's: float32 C, twice the bytes of torch.matmul's.
+        benchmarking.measure(rows, timer, f"{family}/torch_mm_fp32_out/{size}",
+                             lambda: torch.mm(a, b, out_dtype=torch.float32), check, TFLOPS=rate,
+                             label="fp16 in, fp32 out, fp32 accumulate")
     out = torch.empty(m, n, device="cuda")
     for impl, module in modules.items():
         name = f"{family}/{impl}/{size}"
@@ -137,7 +157,7 @@ def bench_shapes(rows, args, timer, modules):
         for family, dtype, label in (("shapes_fp32", torch.float32, "fp32 in, fp32 out"),
                                      ("shapes_fp16", torch.float16, "fp16 in, fp32 accumulate, fp32 out")):
             bench_product(rows, timer, modules, family, f"M:{m}/N:{n}/K:{k}", m, n, k, dtype, label,
-                          testing.SEED + m + 7 * n + 13 * k)
+                          testing.SEED + m + 7 * n + 13 * k, args.fp32_out_mm)
             torch.cuda.empty_cache()
 
 
@@ -145,7 +165,8 @@ def bench_gemm(rows, args, timer, modules):
     for n in args.sizes:
         for family, dtype, label in (("gemm_fp32", torch.float32, "fp32 in, fp32 out"),
                                      ("gemm_fp16", torch.float16, "fp16 in, fp32 accumulate, fp32 out")):
-            bench_product(rows, timer, modules, family, f"n:{n}", n, n, n, dtype, label, testing.SEED + n)
+            bench_product(rows, timer, modules, family, f"n:{n}", n, n, n, dtype, label, testing.SEED + n,
+                          args.fp32_out_mm)
             torch.cuda.empty_cache()
 
 
@@ -234,6 +255,10 @@ def main():
     if no_gpu is not None:
         return no_gpu
     set_precision()
+    args.fp32_out_mm = mm_has_out_dtype()
+    if not args.fp32_out_mm:
+        print(f"{PROGRAM}: this PyTorch's torch.mm has no out_dtype: the torch_mm_fp32_out rows "
+              "(float16 in, float32 out) are left out", file=sys.stderr)
     facts = benchmarking.device_facts()
     facts["tf32"] = "off"
     timer = benchmarking.Timer(args.iterations, args.warmup, flush_l2=not args.no_flush_l2)
