@@ -30,8 +30,9 @@ namespace {
 //    of 2 k-tiles);
 //  * kMaxSplits (gemm_shapes.h): the most splits, where even long K stops gaining;
 //  * kMinWaveFillPercent (gemm_shapes.h): how full a wave a wgmma tile's plan must be to keep
-//    that width (1024 x 1024 x 8192: 3 wide splits of 32 tiles, 73%, ran slower than 2
-//    half-wide ones of 64, 97%).
+//    that width (1024 x 1024 x 8192: 3 wide splits of 32 tiles, 96 blocks of 132, ran slower
+//    than 2 half-wide ones of 64, 128 blocks; 512 x 4608 x 1568: the wide tile's 72 blocks in
+//    one wave ran faster than the narrower tiles' two waves).
 
 // The output tiles of `tile` on an M x N C: one block each when K is not split.
 long long output_tiles(gemm_shapes::BlockTile tile, int M, int N) {
@@ -108,7 +109,7 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   // The wgmma tiles, widest first: the first whose plan fills kMinWaveFillPercent of one wave
   // or more; where none does, the one that fills the most (the wider of equals). A plan that
   // needs more than one wave counts 0, so a wide tile that fills the GPU stays wide. A tile at
-  // least twice as wide as C is skipped: the next narrower one has the same single column of
+  // least twice as wide as N is skipped: the next narrower one has the same single column of
   // tiles, with fewer columns of zeros to multiply.
   GemmPlan best = plan;
   long long best_fill = -1;
