@@ -104,14 +104,17 @@ gemm_shapes::GemmPlan choose_gemm_plan(int M, int N, int K, gemm_shapes::Precisi
   if (M <= 0 || N <= 0 || K <= 0 || multiprocessors <= 0) return plan;
   // ---- end of given ----
 
-  plan.splits = splits_for(plan.tile, M, N, K, precision, multiprocessors, workspace_floats, wgmma);
-  if (!is_wgmma_tile(plan.tile)) return plan;
+  if (!is_wgmma_tile(plan.tile)) {
+    plan.splits =
+        splits_for(plan.tile, M, N, K, precision, multiprocessors, workspace_floats, wgmma);
+    return plan;
+  }
   // The wgmma tiles, widest first: the first whose plan fills kMinWaveFillPercent of one wave
   // or more; where none does, the one that fills the most (the wider of equals). A plan that
   // needs more than one wave counts 0, so a wide tile that fills the GPU stays wide. A tile at
   // least twice as wide as N is skipped: the next narrower one has the same single column of
   // tiles, with fewer columns of zeros to multiply.
-  GemmPlan best = plan;
+  GemmPlan best = plan;  // replaced by the first tile tried (the narrow one is never skipped)
   long long best_fill = -1;
   for (const BlockTile tile : kWgmmaTiles) {
     if (tile != BlockTile::narrow && block_n(tile) >= 2LL * N) continue;
