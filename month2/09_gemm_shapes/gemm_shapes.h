@@ -198,38 +198,32 @@ inline bool half_operands_aligned(int N, int K, const void* A, const void* B) {
   return K == 0 || (half_rows_aligned(A, K) && half_rows_aligned(B, N));
 }
 
-// The wgmma tiles only: whether hgemm_planned copies B, although its rows are aligned (the
-// TMA could read them where they are), to a pitch of whole 128-byte lines all the same. The
-// TMA reads each row of a box 128 bytes at a time; rows 16 bytes apart but not 32 (N = 8 mod
-// 16, or B 16 but not 32-byte aligned) start every other row in the middle of a 32-byte
-// sector, five sectors for four sectors' worth of data. The copy costs a read and a write of
-// B, once; the kernel reads B once per row of tiles, so the copy pays where those are many.
+// The wgmma tiles only: whether B's rows start in the middle of a 32-byte sector every other
+// row: rows 16 bytes apart but not 32 (a pitch of 8 mod 16 halves), or B 16 but not 32-byte
+// aligned. The TMA reads each 128-byte row of a box in 32-byte sectors, so such rows cost it
+// five sectors for four sectors' worth of data. Where two rows of tiles or more read B, the
+// launcher then runs the tiles in pairs, one above the other, that load their common B tile
+// once for both (wgmma_split_k.h, Cluster::row_pairs): each SM's TMA reads half of it.
 // Measured on the H200 with the sweep (m2_09_gemm_shapes_sweep --shapes=...,
-// --benchmark_filter=wide_splits1): 3000 x 5000 x 2000 ran well behind 3072 x 5120 x 2000,
-// whose B rows are whole sectors, on the same number of tiles; the copy won that back with 16
-// rows of tiles or more (2048 x 5000 x 2000) and lost with 8 (1024 x 5000 x 2000). A's rows,
-// read once per column of tiles, are left as they are: copying A means copying B too, for
-// the zero rows under A's padding, and 3072 x 5120 x 2008 ran slower that way. A row shorter
-// than 512 halves is padded to 8 halves only, so its copy would start mid-sector too.
-inline constexpr int kMinReadsToRepitch = 16;
+// --benchmark_filter=wide_splits1), time / cuBLAS's: 3000 x 5000 x 2000 ran at 1.43 with
+// every tile alone, 1.25 with B first copied to whole lines, 1.18 in pairs. Pairs do not pay
+// where B's rows are whole sectors (3072 x 5120 x 2000: 1.17 in pairs, 1.14 alone; 2048^3:
+// 1.14, 1.07): the two blocks of a pair wait for each other at every stage.
 inline bool half_rows_sector_aligned(const void* matrix, int row_length) {
   return row_length % 16 == 0 && is_aligned(matrix, 32);
 }
-inline bool repitches_b(BlockTile tile, int M, int N, int K, const void* B) {
-  const int reads = (M + block_m(tile) - 1) / block_m(tile);  // rows of tiles
-  return is_wgmma_tile(tile) && K > 0 && half_rows_aligned(B, N) &&
-         !half_rows_sector_aligned(B, N) && padded_row_length(N) % 64 == 0 &&
-         reads >= kMinReadsToRepitch;
+inline bool tiles_pair_up_for_b(BlockTile tile, int M, const void* B, int ldb) {
+  const int rows_of_tiles = (M + block_m(tile) - 1) / block_m(tile);
+  return is_wgmma_tile(tile) && rows_of_tiles >= 2 && half_rows_aligned(B, ldb) &&
+         !half_rows_sector_aligned(B, ldb);
 }
 
 // The workspace with which hgemm_planned runs `plan` on its fast path: the partials, plus room
-// for the padded copies when A or B are not aligned (or, for the wgmma tiles, B is copied to
-// whole lines as above) and the copies' Kp and Np fit in int.
+// for the padded copies when A or B are not aligned and the copies' Kp and Np fit in int.
 inline std::size_t hgemm_workspace_floats(const GemmPlan& plan, int M, int N, int K, const void* A,
                                           const void* B) {
   const bool copies =
-      (!half_operands_aligned(N, K, A, B) || repitches_b(plan.tile, M, N, K, B)) &&
-      K <= kMaxPaddedLength && N <= kMaxPaddedLength;
+      !half_operands_aligned(N, K, A, B) && K <= kMaxPaddedLength && N <= kMaxPaddedLength;
   return workspace_floats(plan, M, N) + (copies ? padded_copies_floats(M, N, K) : 0);
 }
 

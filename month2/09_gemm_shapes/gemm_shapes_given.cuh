@@ -61,22 +61,18 @@ void launch_sgemm_tile(const char* function, int splits, int M, int N, int K, fl
 // of A and B on a 16-byte boundary: K and N multiples of 8, A and B 16-byte aligned (direct).
 // Otherwise the launcher copies the operands that are not, zero-padded, into the workspace
 // after the partials (padded; gemm_shapes.h, padded_copies_floats), or, where they do not
-// fit, the kernel loads them element by element (predicated, mma_split_k.h). The wgmma tiles
-// also copy an aligned B whose rows start mid-sector, where that pays (gemm_shapes.h,
-// repitches_b) and there is room. A function of the arguments alone: the same call always
-// takes the same path, so the same bits.
+// fit, the kernel loads them element by element (predicated, mma_split_k.h). A function of
+// the arguments alone: the same call always takes the same path, so the same bits.
 enum class HalfOperands { direct, padded, predicated };
 
 HalfOperands half_operands(int M, int N, int K, const __half* A, const __half* B,
-                           bool repitch_b, std::size_t partial_floats,
-                           std::size_t workspace_floats) {
+                           std::size_t partial_floats, std::size_t workspace_floats) {
   const bool aligned = gemm_shapes::half_operands_aligned(N, K, A, B);
-  if (aligned && !repitch_b) return HalfOperands::direct;
+  if (aligned) return HalfOperands::direct;
   const bool fits = K <= gemm_shapes::kMaxPaddedLength && N <= gemm_shapes::kMaxPaddedLength &&
                     workspace_floats >= partial_floats &&
                     workspace_floats - partial_floats >= gemm_shapes::padded_copies_floats(M, N, K);
-  if (fits) return HalfOperands::padded;
-  return aligned ? HalfOperands::direct : HalfOperands::predicated;
+  return fits ? HalfOperands::padded : HalfOperands::predicated;
 }
 
 // pad_copy_kernel (mma_split_k.h) on one matrix: a few blocks per multiprocessor, looping.
@@ -95,17 +91,16 @@ void launch_pad_copy(const char* function, const __half* source, int rows, int c
 // Runs `run_aligned(k, a, b, ldb)` (a kernel launch on A [M x k], B [k x ldb] with every row
 // on a 16-byte boundary) on A and B where they are, or on their zero-padded copies in the
 // workspace after the partials. False when neither is possible (no room for the copies):
-// then the caller takes a predicated kernel. `repitch_b`: copy B even where it is aligned.
+// then the caller takes a predicated kernel.
 template <class RunAligned>
-bool run_on_aligned_operands(const char* function, int splits, int M, int N, int K,
-                             const __half* A, const __half* B, bool repitch_b,
-                             float* workspace, std::size_t workspace_floats, cudaStream_t stream,
-                             RunAligned run_aligned) {
+bool run_on_aligned_operands(const char* function, int splits, int M, int N, int K, const __half* A,
+                             const __half* B, float* workspace, std::size_t workspace_floats,
+                             cudaStream_t stream, RunAligned run_aligned) {
   const std::size_t partial_floats =  // the same for every tile
       gemm_shapes::workspace_floats(gemm_shapes::GemmPlan{gemm_shapes::BlockTile::square, splits},
                                     M, N);
-  const HalfOperands operands = half_operands(M, N, K, A, B, repitch_b, partial_floats,
-                                              workspace != nullptr ? workspace_floats : 0);
+  const HalfOperands operands =
+      half_operands(M, N, K, A, B, partial_floats, workspace != nullptr ? workspace_floats : 0);
   if (operands == HalfOperands::direct) {
     run_aligned(K, A, B, N);
     return true;
@@ -113,11 +108,11 @@ bool run_on_aligned_operands(const char* function, int splits, int M, int N, int
   if (operands == HalfOperands::predicated) return false;
   // The copies start at the first 128-byte boundary after the partials: A' (M x Kp), then
   // B' (Kp x Np), whole numbers of 16-byte chunks (gemm_shapes.h, padded_row_length). An
-  // operand whose rows are already aligned is used as it is (B unless `repitch_b`); B needs
-  // its copy whenever A's is longer than K (rows K .. Kp - 1 of B must be zeros).
+  // operand whose rows are already aligned is used as it is; B needs its copy whenever A's
+  // is longer than K (rows K .. Kp - 1 of B must be zeros).
   const bool copy_a = !gemm_shapes::half_rows_aligned(A, K);
   const int k = copy_a ? gemm_shapes::padded_row_length(K) : K;
-  const bool copy_b = k != K || !gemm_shapes::half_rows_aligned(B, N) || repitch_b;
+  const bool copy_b = k != K || !gemm_shapes::half_rows_aligned(B, N);
   const int ldb = copy_b ? gemm_shapes::padded_row_length(N) : N;
   const std::uintptr_t after_partials =
       reinterpret_cast<std::uintptr_t>(workspace + partial_floats);
@@ -143,7 +138,7 @@ void launch_hgemm_tile(const char* function, int splits, int M, int N, int K, fl
     CUDA_CHECK_LAUNCH();
   };
   const bool ran = run_on_aligned_operands(
-      function, splits, M, N, K, A, B, /*repitch_b=*/false, workspace, workspace_floats, stream,
+      function, splits, M, N, K, A, B, workspace, workspace_floats, stream,
       [&](int k, const __half* a, const __half* b, int ldb) {
         launch(mma_split_k::mma_split_k_kernel<Tile, false>, Tile{}, k, a, b, ldb);
       });
@@ -174,9 +169,8 @@ void launch_hgemm_wgmma(const char* function, gemm_shapes::BlockTile tile, int s
         "; plan with choose_gemm_plan(..., wgmma_capacity_here())");
   }
   bool reduced = false;  // the kernel added its splits in clusters
-  const bool repitch_b = gemm_shapes::repitches_b(tile, M, N, K, B);
   const bool ran =
-      K > 0 && run_on_aligned_operands(function, splits, M, N, K, A, B, repitch_b, workspace,
+      K > 0 && run_on_aligned_operands(function, splits, M, N, K, A, B, workspace,
                                        workspace_floats, stream,
                                        [&](int k, const __half* a, const __half* b, int ldb) {
                                          reduced = wgmma_split_k::launch(

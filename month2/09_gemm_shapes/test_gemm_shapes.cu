@@ -298,34 +298,30 @@ TEST(GemmWorkspace, RoomForPaddedCopiesOnlyWhereFloat16RowsAreMisaligned) {
       << "copies whose K8 would not fit in int are never planned";
 }
 
-TEST(GemmWorkspace, WgmmaTilesCopyMidSectorRowsOfBWhereTheyAreReadOftenEnough) {
+TEST(GemmWorkspace, MidSectorRowsOfBAreReadWhereTheyAreByPairsOfWgmmaTiles) {
   alignas(32) static __half matrix[32];
   namespace gs = course::gemm_shapes;
-  const GemmPlan wide{BlockTile::wide, 1}, half_wide{BlockTile::half_wide, 1};
-  const GemmPlan narrow{BlockTile::narrow, 1};
-  const GemmPlan square{BlockTile::square, 1};
-  // B's rows of 520 halves (1040 bytes: 16 mod 32) start every other one mid-sector.
-  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1921, 520, 512, matrix, matrix),
-            gs::padded_copies_floats(1921, 520, 512))
-      << "1921 rows are 16 rows of wgmma tiles: B is read 16 times, and copied";
-  EXPECT_EQ(gs::hgemm_workspace_floats(half_wide, 1921, 520, 512, matrix, matrix),
-            gs::padded_copies_floats(1921, 520, 512))
-      << "the half-wide tile too";
-  EXPECT_EQ(gs::hgemm_workspace_floats(narrow, 1921, 520, 512, matrix, matrix),
-            gs::padded_copies_floats(1921, 520, 512))
-      << "the narrow tile too";
-  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1920, 520, 512, matrix, matrix), std::size_t{0})
-      << "1920 rows are 15 rows of wgmma tiles: B is read 15 times, and not copied";
-  EXPECT_EQ(gs::hgemm_workspace_floats(square, 1921, 520, 512, matrix, matrix), std::size_t{0})
-      << "only the wgmma tiles (their TMA) copy aligned rows";
-  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1921, 512, 512, matrix, matrix + 8),
-            gs::padded_copies_floats(1921, 512, 512))
-      << "B 16 but not 32-byte aligned, read 16 times: copied";
-  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 4096, 512, 520, matrix, matrix), std::size_t{0})
-      << "A's mid-sector rows are read where they are";
-  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 4096, 200, 512, matrix, matrix + 8),
-            std::size_t{0})
-      << "a row of 200 halves is padded to 8 halves only: its copy would start mid-sector too";
+  const GemmPlan wide{BlockTile::wide, 1};
+  // B's rows of 520 halves (1040 bytes: 16 mod 32) start every other one mid-sector. Aligned
+  // to 16 bytes, the TMA reads them where they are: no copies.
+  EXPECT_EQ(gs::hgemm_workspace_floats(wide, 1921, 520, 512, matrix, matrix), std::size_t{0})
+      << "B's rows of 520 halves are 16-byte aligned: read where they are, not copied";
+  for (BlockTile tile : kWgmmaTiles) {
+    EXPECT_TRUE(gs::tiles_pair_up_for_b(tile, 129, matrix, 520))
+        << tile_name(tile) << " tile: 2 rows of tiles read B's mid-sector rows: in pairs";
+    EXPECT_FALSE(gs::tiles_pair_up_for_b(tile, 128, matrix, 520))
+        << tile_name(tile) << " tile: one row of tiles has no partner";
+    EXPECT_FALSE(gs::tiles_pair_up_for_b(tile, 4096, matrix, 512))
+        << tile_name(tile) << " tile: rows of 1024 bytes start on whole sectors: alone";
+    EXPECT_TRUE(gs::tiles_pair_up_for_b(tile, 4096, matrix + 8, 512))
+        << tile_name(tile) << " tile: B 16 but not 32-byte aligned starts mid-sector: in pairs";
+    EXPECT_FALSE(gs::tiles_pair_up_for_b(tile, 4096, matrix + 4, 512))
+        << tile_name(tile) << " tile: B 8-byte aligned is not read by the TMA where it is";
+    EXPECT_FALSE(gs::tiles_pair_up_for_b(tile, 4096, matrix, 516))
+        << tile_name(tile) << " tile: rows of 516 halves are copied first (padded)";
+  }
+  EXPECT_FALSE(gs::tiles_pair_up_for_b(BlockTile::square, 4096, matrix, 520))
+      << "only the wgmma tiles (their TMA) run in pairs";
 }
 
 // --- GPU: every tile x splits on skinny, long-K and odd shapes --------------------------------
@@ -413,24 +409,16 @@ class PlannedGemmTest : public course::GpuTest, public ::testing::WithParamInter
     }
     if (padded_room && c.shape.K > 0) {
       // Which path ran: the copies land after the partials exactly when a row of A or B does
-      // not start on a 16-byte boundary (A and B are aligned here, so K or N decides), or,
-      // for the wgmma tiles, when B's rows start mid-sector (N = 8 mod 16, 512 or more) and
-      // kMinReadsToRepitch rows of tiles or more read it.
+      // not start on a 16-byte boundary (A and B are aligned here, so K or N decides). B's
+      // rows that start mid-sector (N = 8 mod 16) are read where they are.
       const bool odd = c.shape.K % 8 != 0 || c.shape.N % 8 != 0;
-      const bool mid_sector_b =
-          course::gemm_shapes::is_wgmma_tile(tile) && c.shape.N % 16 == 8 && c.shape.N >= 512 &&
-          course::ceil_div(c.shape.M, course::gemm_shapes::block_m(tile)) >=
-              course::gemm_shapes::kMinReadsToRepitch;
       bool copies_written = false;
       for (std::size_t i = partials; i < contents.values.size(); ++i)
         copies_written = copies_written || !course::is_poison(contents.values[i]);
-      EXPECT_EQ(copies_written, odd || mid_sector_b)
+      EXPECT_EQ(copies_written, odd)
           << "M x N x K = " << course::to_string(c.shape) << ": "
           << (odd ? "odd K or N must run on zero-padded copies of A and B in the workspace"
-                  : mid_sector_b
-                        ? "B's rows start mid-sector and many rows of tiles read them: the "
-                          "wgmma tiles must copy B to whole lines in the workspace"
-                        : "K and N are multiples of 8: A and B must be read where they are")
+                  : "K and N are multiples of 8: A and B must be read where they are")
           << ". " << text;
     }
   }
@@ -529,9 +517,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          course::GemmCase{{509, 263, 1001}, 0.5f, -0.75f}),
                        ::testing::Values(BlockTile::wide), ::testing::Values(1, 3)),
     planned_case_name);
-// B's rows of 520 halves start every other one mid-sector, and 17 rows of tiles read it: with
-// room, the wgmma tiles copy it to whole lines (gemm_shapes.h, repitches_b); without, read
-// where it is.
+// B's rows of 520 halves start every other one mid-sector, and 17 rows of tiles read it: the
+// wgmma tiles run in pairs that share B (gemm_shapes.h, tiles_pair_up_for_b), the last pair's
+// second block below C; with 3 splits, in pairs that write the workspace.
 const auto kMidSectorCases =
     ::testing::Combine(::testing::Values(course::GemmCase{{2049, 520, 264}, 1.0f, -0.5f}),
                        ::testing::ValuesIn(kWgmmaTiles),

@@ -25,6 +25,12 @@
 //     for the narrow one (m64n64k16, one box). A narrower stage is smaller, so the same shared
 //     memory holds more of them: 4 stages of 48 KiB, 6 of 32 KiB, 8 of 24 KiB. The deeper
 //     pipeline keeps the narrow tile's smaller products fed;
+//   * or, where B's rows start mid-sector (gemm_shapes.h, tiles_pair_up_for_b), two tiles
+//     one above the other (rows 2p and 2p + 1 of tiles, the same columns) run as a cluster
+//     of 2 blocks that share their B tile: each block's TMA reads half of it (32 of the 64
+//     rows of K) and delivers it to both ("multicast"). A stage is refilled only when the
+//     consumers of both blocks are done with it, so each consumer warp arrives on the
+//     "empty" barriers of both;
 //   * float16 only (m2.08 has bfloat16 too), and the grid is (tiles, 1, splits).
 // The TMA reads rows whose length is a multiple of 16 bytes from 16-byte aligned addresses:
 // the launcher (gemm_shapes_given.cuh) hands it A and B where they are when they allow that,
@@ -107,6 +113,16 @@ struct TileOrigin {
   int row, col;  // the block tile's first row and column in C
 };
 
+// How the blocks of one launch work together (the kernel's second template parameter).
+enum class Cluster {
+  none,       // each block on its own
+  splits,     // clusters of 1 x 1 x splits: a tile's splits add their partials there
+  row_pairs,  // clusters of 2 x 1 x 1: two tiles, one above the other, share their B tile
+};
+constexpr int kPairBlocks = 2;
+constexpr std::uint16_t kBothBlocks = 0b11;          // the multicast's receivers: ranks 0 and 1
+constexpr int kHalfBoxRows = kBlockK / kPairBlocks;  // each block of a pair reads 32 rows of K
+
 #if defined(COURSE_HAVE_WGMMA)
 // The epilogue of a tile whose splits run as one cluster (cluster dimensions 1 x 1 x splits:
 // block rank s of the cluster is split s), called by the consumer threads of every block;
@@ -184,9 +200,11 @@ __device__ __forceinline__ void reduce_in_cluster(unsigned char* shared,
 
 // A: M x K, B: K x ldb, both float16, behind the tensor maps; C: M x N float32. K and ldb are
 // multiples of 8 (the TMA's rows), ldb >= N; the TMA delivers zeros outside A and B, so edge
-// tiles need no code. kSplitsInCluster: the grid's z dimension (the splits) is one cluster,
-// which adds the partials itself (reduce_in_cluster); the workspace is not touched.
-template <int kBlockN, bool kSplitsInCluster>
+// tiles need no code. kCluster == splits: the grid's z dimension (the splits) is one
+// cluster, which adds the partials itself (reduce_in_cluster); the workspace is not touched.
+// kCluster == row_pairs: blocks 2p and 2p + 1 along x are one cluster, a pair of tiles, and
+// b_map's boxes are 32 rows (kHalfBoxRows) deep instead of 64.
+template <int kBlockN, Cluster kCluster>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_split_k_kernel(const __grid_constant__ CUtensorMap a_map,
                          const __grid_constant__ CUtensorMap b_map, int M, int N, int K,
@@ -205,9 +223,24 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int thread = static_cast<int>(threadIdx.x) % 128;
-  const TileIndex tile = grouped_tile<kGroupRows>(
-      static_cast<int>(blockIdx.x), (M + kBlockM - 1) / kBlockM, (N + kBlockN - 1) / kBlockN);
+  constexpr bool kSplitsInCluster = kCluster == Cluster::splits;
+  constexpr bool kRowPairs = kCluster == Cluster::row_pairs;
+  const int tiles_m = (M + kBlockM - 1) / kBlockM, tiles_n = (N + kBlockN - 1) / kBlockN;
+  TileIndex tile{};
+  int rank = 0;  // in the pair
+  if constexpr (kRowPairs) {
+    // The same order of tiles, taken two rows at a time: pair p holds rows 2p and 2p + 1.
+    // Where tiles_m is odd, the last pair's second block is past the bottom of C: it loads
+    // the last row's A again (its coordinates stay inside A) and writes nothing.
+    rank = hw::cluster_block_rank();
+    const TileIndex pair = grouped_tile<kGroupRows / kPairBlocks>(
+        static_cast<int>(blockIdx.x) / kPairBlocks, (tiles_m + 1) / kPairBlocks, tiles_n);
+    tile = TileIndex{pair.row * kPairBlocks + rank, pair.col};
+  } else {
+    tile = grouped_tile<kGroupRows>(static_cast<int>(blockIdx.x), tiles_m, tiles_n);
+  }
   const int block_m = tile.row * kBlockM, block_n = tile.col * kBlockN;
+  const int a_row = (tile.row < tiles_m ? tile.row : tiles_m - 1) * kBlockM;
   // This block's split: k-tiles [first, first + num_tiles) of the k_tiles of K.
   const int k_tiles = (K + kBlockK - 1) / kBlockK;
   const gemm_shapes::KTileRange range =
@@ -218,11 +251,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       hw::barrier_init(&full[s], 1);                  // the producer's arrival + the bytes
-      hw::barrier_init(&empty[s], kConsumers * 128);  // every consumer thread
+      // Every consumer thread; in a pair, one thread per consumer warp of either block.
+      hw::barrier_init(&empty[s], kRowPairs ? kPairBlocks * kConsumers * 4 : kConsumers * 128);
     }
     hw::fence_barrier_init();
   }
-  __syncthreads();
+  // In a pair, the other block's TMA and consumers use this block's barriers: both blocks'
+  // must be ready before either starts.
+  if constexpr (kRowPairs) {
+    hw::cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     // The producer. Round r of stage s is the split's k-tile t = r * kStages + s; before
@@ -234,10 +274,19 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (round > 0) hw::wait_for_phase(&empty[s], (round - 1) % 2);
         hw::arrive_expecting_bytes(&full[s], kStageBytes);
         const int k0 = (first + t) * kBlockK;  // the TMA coordinate of the split's k-tile t
-        hw::copy_tile_async(a_tile(s), &a_map, block_m, k0, &full[s]);
+        hw::copy_tile_async(a_tile(s), &a_map, a_row, k0, &full[s]);
         for (int box = 0; box < kBlockN / kBoxN; ++box) {
-          hw::copy_tile_async(b_tile(s) + box * kBBoxBytes, &b_map, k0, block_n + box * kBoxN,
-                              &full[s]);
+          if constexpr (kRowPairs) {
+            // This block's half of each box (rows rank * 32 ..), into both blocks' stage s;
+            // the other block sends the other half. full[s] expects the whole stage either way.
+            constexpr int kHalfBoxBytes = kBBoxBytes / kPairBlocks;
+            hw::copy_tile_to_cluster_async(b_tile(s) + box * kBBoxBytes + rank * kHalfBoxBytes,
+                                           &b_map, k0 + rank * kHalfBoxRows, block_n + box * kBoxN,
+                                           &full[s], kBothBlocks);
+          } else {
+            hw::copy_tile_async(b_tile(s) + box * kBBoxBytes, &b_map, k0, block_n + box * kBoxN,
+                                &full[s]);
+          }
         }
       }
     }
@@ -249,6 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       hw::cluster_sync();
       hw::cluster_sync();
     }
+    if constexpr (kRowPairs) hw::cluster_sync();  // the consumers' last one, below
     return;
   }
 
@@ -278,7 +328,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Keep this tile's products in flight; the previous tile's are done once at most one
     // group is pending, and its stage can be refilled.
     hw::wgmma_wait<1>();
-    if (t > 0) hw::arrive(&empty[(t - 1) % kStages]);
+    if (t > 0) {
+      if constexpr (kRowPairs) {
+        // The stage is refilled by both blocks' TMA: tell both. The warp's wgmma reads are
+        // done (wgmma_wait is warp-wide), so one thread speaks for the warp.
+        __syncwarp();
+        if (thread % 32 == 0) {
+          for (int block = 0; block < kPairBlocks; ++block)
+            hw::arrive_in_block(&empty[(t - 1) % kStages], block);
+        }
+      } else {
+        hw::arrive(&empty[(t - 1) % kStages]);
+      }
+    }
   }
   hw::wgmma_wait<0>();
 #pragma unroll
@@ -321,6 +383,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     store_accumulator_pair(out, M, N, row + 8, col, alpha, beta, acc[4 * j + 2], acc[4 * j + 3],
                            aligned);
   }
+  // No block of a pair may finish, and free its shared memory and barriers, while the other
+  // may still arrive there.
+  if constexpr (kRowPairs) hw::cluster_sync();
 #else
   // Machine code without wgmma (not sm_90a): the launcher never starts this kernel there
   // (sm90a_code_loaded); should anything else, stop with an error rather than leave C as it is.
@@ -338,17 +403,17 @@ struct ThisFile {};
 inline bool sm90a_code_loaded() { return hw::sm90a_code_loaded<ThisFile>(); }
 }  // namespace
 
-// A launch of `grid` in clusters of 1 x 1 x splits blocks of the kBlockN-wide kernel (a
-// launch attribute: the size is the plan's, not the kernel's). `attribute` must outlive the
-// launch call.
+// A launch of `grid` in clusters of `cluster` blocks of the kBlockN-wide kernel (a launch
+// attribute: the size is the plan's, not the kernel's). `attribute` must outlive the launch
+// call.
 template <int kBlockN>
-cudaLaunchConfig_t cluster_config(dim3 grid, int splits, cudaStream_t stream,
+cudaLaunchConfig_t cluster_config(dim3 grid, dim3 cluster, cudaStream_t stream,
                                   cudaLaunchAttribute& attribute) {
   attribute = {};
   attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = 1;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = static_cast<unsigned>(splits);
+  attribute.val.clusterDim.x = cluster.x;
+  attribute.val.clusterDim.y = cluster.y;
+  attribute.val.clusterDim.z = cluster.z;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = dim3(kThreads);
@@ -372,11 +437,12 @@ int concurrent_clusters(int splits) {
   if (device < 0 || device >= kMaxDevices || splits < 2 || splits > kMaxClusterSplits) return 0;
   std::atomic<int>& answer = answers[device][splits];
   if (answer.load() == 0) {
-    const auto kernel = wgmma_split_k_kernel<kBlockN, true>;
+    const auto kernel = wgmma_split_k_kernel<kBlockN, Cluster::splits>;
     allow_dynamic_shared_memory(kernel, Tile<kBlockN>::kSharedBytes, "wgmma_split_k");
     cudaLaunchAttribute cluster;
-    const cudaLaunchConfig_t config = cluster_config<kBlockN>(
-        dim3(1, 1, static_cast<unsigned>(splits)), splits, nullptr, cluster);
+    const cudaLaunchConfig_t config =
+        cluster_config<kBlockN>(dim3(1, 1, static_cast<unsigned>(splits)),
+                                dim3(1, 1, static_cast<unsigned>(splits)), nullptr, cluster);
     int clusters = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
     answer.store(clusters + 1);
@@ -397,59 +463,102 @@ bool splits_reduce_in_cluster(int splits, int M, int N) {
   return tiles <= concurrent_clusters<kBlockN>(splits);
 }
 
+// The chooser's tile of this width.
+template <int kBlockN>
+constexpr gemm_shapes::BlockTile kTileOfWidth = kBlockN == 256   ? gemm_shapes::BlockTile::wide
+                                                : kBlockN == 128 ? gemm_shapes::BlockTile::half_wide
+                                                                 : gemm_shapes::BlockTile::narrow;
+
+// True when launch() runs the tiles in pairs that share B (Cluster::row_pairs): where B's
+// rows start mid-sector and two rows of tiles or more read it (gemm_shapes.h,
+// tiles_pair_up_for_b), the splits do not add in clusters, and pairs fit on every SM (a GPC
+// with an odd number of SMs would leave one out: then the tiles run alone). The pair kernel
+// takes the same shared memory as the splits' clusters, so their count of 2-block clusters
+// is its own.
+template <int kBlockN>
+bool tiles_run_in_pairs(int splits, int M, int N, const __half* B, int ldb) {
+  if (!gemm_shapes::tiles_pair_up_for_b(kTileOfWidth<kBlockN>, M, B, ldb) ||
+      splits_reduce_in_cluster<kBlockN>(splits, M, N))
+    return false;
+  int multiprocessors = 0, device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  return kPairBlocks * concurrent_clusters<kBlockN>(kPairBlocks) >= multiprocessors;
+}
+
 // Runs the kBlockN-wide kernel: A [M x k] and B [k x ldb] float16 with rows on 16-byte
 // boundaries (k and ldb multiples of 8, A and B 16-byte aligned), k > 0; `splits` blocks per
-// tile along z, which one cluster holds where splits_reduce_in_cluster. Returns true when
-// the kernel added the splits' partials itself (C is final), false when they are in the
-// workspace for the reduction kernel (splits > 1) or C is final already (splits == 1).
+// tile along z, which one cluster holds where splits_reduce_in_cluster; else pairs of tiles
+// along x where tiles_run_in_pairs. Returns true when the kernel added the splits' partials
+// itself (C is final), false when they are in the workspace for the reduction kernel
+// (splits > 1) or C is final already (splits == 1).
 template <int kBlockN>
-bool launch_tile(const char* function, int splits, int M, int N, const CUtensorMap& a_map,
-                 const CUtensorMap& b_map, int k, float alpha, float beta, float* C,
-                 float* workspace, cudaStream_t stream) {
+bool launch_tile(const char* function, int splits, int M, int N, int k, const __half* A,
+                 const __half* B, int ldb, float alpha, float beta, float* C, float* workspace,
+                 cudaStream_t stream) {
   constexpr int kSharedBytes = Tile<kBlockN>::kSharedBytes;
-  const long long tiles = static_cast<long long>(ceil_div(M, kBlockM)) * ceil_div(N, kBlockN);
+  const int tiles_m = ceil_div(M, kBlockM), tiles_n = ceil_div(N, kBlockN);
+  const bool in_cluster = splits_reduce_in_cluster<kBlockN>(splits, M, N);
+  const bool pairs = tiles_run_in_pairs<kBlockN>(splits, M, N, B, ldb);
+  // A in boxes of 128 rows x 64 columns; B in boxes of 64 rows (K) x 64 columns (N), or 32
+  // rows for a block of a pair. Built per call: a few microseconds on the host.
+  const CUtensorMap a_map =
+      hw::make_tensor_map_2d(A, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(M),
+                             static_cast<std::uint64_t>(k), kBlockM, kBlockK);
+  const CUtensorMap b_map = hw::make_tensor_map_2d(
+      B, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(k),
+      static_cast<std::uint64_t>(ldb), pairs ? kHalfBoxRows : kBlockK, kBoxN);
+  cudaLaunchAttribute cluster;
+  if (pairs) {
+    const long long blocks =
+        static_cast<long long>(ceil_div(tiles_m, kPairBlocks)) * kPairBlocks * tiles_n;
+    const auto kernel = wgmma_split_k_kernel<kBlockN, Cluster::row_pairs>;
+    allow_dynamic_shared_memory(kernel, kSharedBytes, function);
+    const cudaLaunchConfig_t config = cluster_config<kBlockN>(
+        dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(splits)),
+        dim3(kPairBlocks, 1, 1), stream, cluster);
+    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a_map, b_map, M, N, k, alpha, beta, C,
+                                  workspace));
+    CUDA_CHECK_LAUNCH();
+    return false;
+  }
+  const long long tiles = static_cast<long long>(tiles_m) * tiles_n;
   const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits));
-  if (!splits_reduce_in_cluster<kBlockN>(splits, M, N)) {
-    allow_dynamic_shared_memory(wgmma_split_k_kernel<kBlockN, false>, kSharedBytes, function);
-    wgmma_split_k_kernel<kBlockN, false><<<grid, kThreads, kSharedBytes, stream>>>(
-        a_map, b_map, M, N, k, alpha, beta, C, workspace);
+  if (!in_cluster) {
+    const auto kernel = wgmma_split_k_kernel<kBlockN, Cluster::none>;
+    allow_dynamic_shared_memory(kernel, kSharedBytes, function);
+    kernel<<<grid, kThreads, kSharedBytes, stream>>>(a_map, b_map, M, N, k, alpha, beta, C,
+                                                      workspace);
     CUDA_CHECK_LAUNCH();
     return false;
   }
   // The splits of a tile as one cluster.
-  allow_dynamic_shared_memory(wgmma_split_k_kernel<kBlockN, true>, kSharedBytes, function);
-  cudaLaunchAttribute cluster;
-  const cudaLaunchConfig_t config = cluster_config<kBlockN>(grid, splits, stream, cluster);
-  CUDA_CHECK(cudaLaunchKernelEx(&config, wgmma_split_k_kernel<kBlockN, true>, a_map, b_map, M, N,
-                                k, alpha, beta, C, workspace));
+  const auto kernel = wgmma_split_k_kernel<kBlockN, Cluster::splits>;
+  allow_dynamic_shared_memory(kernel, kSharedBytes, function);
+  const cudaLaunchConfig_t config = cluster_config<kBlockN>(
+      grid, dim3(1, 1, static_cast<unsigned>(splits)), stream, cluster);
+  CUDA_CHECK(
+      cudaLaunchKernelEx(&config, kernel, a_map, b_map, M, N, k, alpha, beta, C, workspace));
   CUDA_CHECK_LAUNCH();
   return true;
 }
 
 // The launcher's entry: the kernel of `block_n` columns (256, the wide tile; 128, the
-// half-wide one; 64, the narrow one), on tensor maps of A and B built here. The caller has
-// checked the GPU (wide_tile_runs_here) and the workspace.
+// half-wide one; 64, the narrow one). The caller has checked the GPU (wide_tile_runs_here)
+// and the workspace.
 inline bool launch(const char* function, int block_n, int splits, int M, int N, int k,
                    float alpha, const __half* A, const __half* B, int ldb, float beta, float* C,
                    float* workspace, cudaStream_t stream) {
-  // A in boxes of 128 rows x 64 columns; B in boxes of 64 rows (K) x 64 columns (N). Built
-  // per call: a few microseconds on the host.
-  const CUtensorMap a_map =
-      hw::make_tensor_map_2d(A, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(M),
-                             static_cast<std::uint64_t>(k), kBlockM, kBlockK);
-  const CUtensorMap b_map =
-      hw::make_tensor_map_2d(B, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<std::uint64_t>(k),
-                             static_cast<std::uint64_t>(ldb), kBlockK, kBoxN);
   switch (block_n) {
     case 256:
-      return launch_tile<256>(function, splits, M, N, a_map, b_map, k, alpha, beta, C,
-                              workspace, stream);
+      return launch_tile<256>(function, splits, M, N, k, A, B, ldb, alpha, beta, C, workspace,
+                              stream);
     case 128:
-      return launch_tile<128>(function, splits, M, N, a_map, b_map, k, alpha, beta, C,
-                              workspace, stream);
+      return launch_tile<128>(function, splits, M, N, k, A, B, ldb, alpha, beta, C, workspace,
+                              stream);
     case 64:
-      return launch_tile<64>(function, splits, M, N, a_map, b_map, k, alpha, beta, C,
-                             workspace, stream);
+      return launch_tile<64>(function, splits, M, N, k, A, B, ldb, alpha, beta, C, workspace,
+                             stream);
     default:
       throw std::logic_error(std::string(function) + ": no wgmma tile is " +
                              std::to_string(block_n) + " columns wide");
