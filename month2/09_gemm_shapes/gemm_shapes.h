@@ -205,10 +205,10 @@ inline bool half_operands_aligned(int N, int K, const void* A, const void* B) {
 // launcher then runs the tiles in pairs, one above the other, that load their common B tile
 // once for both (wgmma_split_k.h, Cluster::row_pairs): each SM's TMA reads half of it.
 // Measured on the H200 with the sweep (m2_09_gemm_shapes_sweep --shapes=...,
-// --benchmark_filter=wide_splits1), time / cuBLAS's: 3000 x 5000 x 2000 ran at 1.43 with
-// every tile alone, 1.25 with B first copied to whole lines, 1.18 in pairs. Pairs do not pay
-// where B's rows are whole sectors (3072 x 5120 x 2000: 1.17 in pairs, 1.14 alone; 2048^3:
-// 1.14, 1.07): the two blocks of a pair wait for each other at every stage.
+// --benchmark_filter=wide_splits1): 3000 x 5000 x 2000 ran faster in pairs than with every
+// tile alone, and faster than with B first copied to whole lines (one read and one write of
+// B) and read from there. Pairs do not pay where B's rows are whole sectors (3072 x 5120 x
+// 2000, 2048^3: slower in pairs): the two blocks of a pair wait for each other at every stage.
 inline bool half_rows_sector_aligned(const void* matrix, int row_length) {
   return row_length % 16 == 0 && is_aligned(matrix, 32);
 }

@@ -326,7 +326,7 @@ __device__ __forceinline__ std::uint32_t cluster_shared_address(const void* poin
 
 // An arrival on the barrier at `barrier`'s offset in block `rank` of the cluster (this block's
 // own for its own rank). The default semantics, release at the block's scope, as for a local
-// arrival: on the H200, .release.cluster made m2.09's pairs of tiles 1.5x slower.
+// arrival: on the H200, .release.cluster made m2.09's pairs of tiles far slower.
 __device__ __forceinline__ void arrive_in_block(std::uint64_t* barrier, int rank) {
 #if defined(COURSE_HAVE_TMA)
   asm volatile(
