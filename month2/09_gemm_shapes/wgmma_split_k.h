@@ -298,7 +298,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       hw::cluster_sync();
       hw::cluster_sync();
     }
-    if constexpr (kRowPairs) hw::cluster_sync();  // the consumers' last one, below
+    if constexpr (kRowPairs) {
+      // Thread 0 rejoins its warp first: the cluster barrier is taken by whole warps. Then
+      // the consumers' last one, below.
+      __syncwarp();
+      hw::cluster_sync();
+    }
     return;
   }
 
